@@ -1,0 +1,1 @@
+"""The workloads cloudhpc runs; see registry.py."""

@@ -1,0 +1,37 @@
+"""Name -> "module:function" of every workload a worker can run.
+
+Entries are strings so that starting a worker imports only the app it runs (numba kernels and
+HEP readers are slow to import). Each function has the signature ``main(ctx: RunContext) -> dict``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Callable
+
+from ..errors import CloudhpcError
+
+APPS: dict[str, str] = {
+    # micro-benchmarks (issue: foundation)
+    "bench.pingpong": "cloudhpc.bench.p2p:pingpong",
+    "bench.pingping": "cloudhpc.bench.p2p:pingping",
+    "bench.bw": "cloudhpc.bench.p2p:bw",
+    "bench.bibw": "cloudhpc.bench.p2p:bibw",
+    "bench.coll": "cloudhpc.bench.coll:main",
+    # test hook: a rank that fails or crashes on purpose
+    "selftest": "cloudhpc.apps.selftest:main",
+}
+
+
+def register(name: str, target: str) -> None:
+    """Add an app at import time (plugins); `target` is "module:function"."""
+    APPS[name] = target
+
+
+def resolve(name: str) -> Callable:
+    try:
+        target = APPS[name]
+    except KeyError:
+        raise CloudhpcError(f"unknown app {name!r}; known: {', '.join(sorted(APPS))}") from None
+    module, func = target.split(":")
+    return getattr(importlib.import_module(module), func)

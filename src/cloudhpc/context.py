@@ -1,0 +1,68 @@
+"""What an application sees inside the job: its communicator, parameters, phase timers, progress.
+
+Apps are written against this object only, so they never know which launcher or environment
+started them. Rank 0's return value from ``main(ctx)`` becomes the result record's body.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import defaultdict
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+from .errors import CloudhpcError
+from .job import Job
+
+# Lines on rank 0's stdout that start with this are control messages for the parent process
+# (progress, terminal text); anything else is passed through to the user.
+CONTROL_PREFIX = "@@cloudhpc "
+
+
+class RunContext:
+    def __init__(self, job: Job, comm: Any) -> None:
+        self.job = job
+        self.comm = comm
+        self.rank: int = comm.Get_rank()
+        self.size: int = comm.Get_size()
+        self.params: dict[str, Any] = dict(job.params)
+        self.phases: dict[str, float] = defaultdict(float)
+        self._last_progress = 0.0
+
+    @property
+    def is_root(self) -> bool:
+        return self.rank == 0
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[None]:
+        """Accumulate this rank's wall time under `name` (load, compute, communicate, write...)."""
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.phases[name] += time.perf_counter() - t0
+
+    def progress(self, done: int, total: int, label: str = "") -> None:
+        """Advance the parent's progress bar (rank 0 only; rate-limited to 10 updates a second)."""
+        if self.rank != 0:
+            return
+        now = time.monotonic()
+        if done < total and now - self._last_progress < 0.1:
+            return
+        self._last_progress = now
+        self._control({"progress": [done, total, label]})
+
+    def say(self, text: str) -> None:
+        """A line for the user's terminal (rank 0 only)."""
+        if self.rank == 0:
+            self._control({"say": text})
+
+    def fail(self, message: str) -> None:
+        """Stop the run with one line naming the problem (raise on any rank)."""
+        raise CloudhpcError(message)
+
+    def _control(self, msg: dict[str, Any]) -> None:
+        sys.stdout.write(CONTROL_PREFIX + json.dumps(msg) + "\n")
+        sys.stdout.flush()
