@@ -18,6 +18,8 @@ APPS: dict[str, str] = {
     "bench.bw": "cloudhpc.bench.p2p:bw",
     "bench.bibw": "cloudhpc.bench.p2p:bibw",
     "bench.coll": "cloudhpc.bench.coll:main",
+    # NAS Parallel Benchmark kernels (issue 5)
+    "npb": "cloudhpc.npb.app:main",
     # test hook: a rank that fails or crashes on purpose
     "selftest": "cloudhpc.apps.selftest:main",
 }
