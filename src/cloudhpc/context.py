@@ -10,8 +10,9 @@ import json
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from .errors import CloudhpcError
 from .job import Job

@@ -7,7 +7,7 @@ HEP readers are slow to import). Each function has the signature ``main(ctx: Run
 from __future__ import annotations
 
 import importlib
-from typing import Callable
+from collections.abc import Callable
 
 from ..errors import CloudhpcError
 
@@ -20,6 +20,10 @@ APPS: dict[str, str] = {
     "bench.coll": "cloudhpc.bench.coll:main",
     # NAS Parallel Benchmark kernels (issue 5)
     "npb": "cloudhpc.npb.app:main",
+    # numeric seed applications (issue 3)
+    "kmeans": "cloudhpc.apps.kmeans:main",
+    "matmul": "cloudhpc.apps.matmul:main",
+    "wave": "cloudhpc.apps.wave:main",
     # test hook: a rank that fails or crashes on purpose
     "selftest": "cloudhpc.apps.selftest:main",
 }

@@ -1,0 +1,1 @@
+"""OSU / IMB-style MPI micro-benchmarks (point-to-point and collectives)."""

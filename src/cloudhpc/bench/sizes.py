@@ -1,0 +1,69 @@
+"""Message sizes and repetition counts, by the IMB rules.
+
+Sizes default to 0, 1, 2, 4 ... 4 MiB. Repetitions follow IMB: 1000 per size, fewer for large
+messages so that each size moves about OVERALL_VOL bytes (IMB's default is 40 MB), with a floor.
+Warm-up iterations (not timed) are a tenth of that, at least 2. MB = 10^6 bytes.
+"""
+
+from __future__ import annotations
+
+from ..errors import CloudhpcError
+
+MAX_DEFAULT = 4 * 1024 * 1024
+OVERALL_VOL = 40_000_000
+MAX_REPS = 1000
+MIN_REPS = 10
+
+
+def default_sizes(max_bytes: int = MAX_DEFAULT) -> list[int]:
+    sizes = [0]
+    s = 1
+    while s <= max_bytes:
+        sizes.append(s)
+        s *= 2
+    return sizes
+
+
+def _parse_size(token: str) -> int:
+    t = token.strip().lower()
+    mult = 1
+    for suffix, m in (("kib", 1024), ("mib", 1024**2), ("k", 1024), ("m", 1024**2)):
+        if t.endswith(suffix):
+            t, mult = t[: -len(suffix)], m
+            break
+    if not t.isdigit():
+        raise CloudhpcError(f"--sizes: {token!r} is not a byte count (e.g. 0,8,1k,4m or 0:4m)")
+    return int(t) * mult
+
+
+def parse_sizes(text: str | None) -> list[int]:
+    """'0,8,1k' lists sizes; 'LO:HI' is every power of two between (and 0 if LO is 0)."""
+    if not text:
+        return default_sizes()
+    if ":" in text:
+        lo_s, hi_s = text.split(":", 1)
+        lo, hi = _parse_size(lo_s), _parse_size(hi_s)
+        if hi < lo:
+            raise CloudhpcError(f"--sizes {text}: the upper bound is below the lower one")
+        sizes = [0] if lo == 0 else []
+        s = max(lo, 1)
+        while s <= hi:
+            sizes.append(s)
+            s *= 2
+        return sizes
+    sizes = sorted({_parse_size(t) for t in text.split(",") if t.strip()})
+    if not sizes:
+        raise CloudhpcError("--sizes lists no sizes")
+    return sizes
+
+
+def repetitions(nbytes: int, iters: int | None = None) -> int:
+    if iters is not None:
+        return iters
+    if nbytes == 0:
+        return MAX_REPS
+    return max(MIN_REPS, min(MAX_REPS, OVERALL_VOL // nbytes))
+
+
+def warmups(reps: int, warmup: int | None = None) -> int:
+    return warmup if warmup is not None else max(2, reps // 10)

@@ -1,0 +1,1 @@
+"""The `cloudhpc` command: thin argument parsing over the library."""

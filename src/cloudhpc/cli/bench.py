@@ -1,0 +1,83 @@
+"""`cloudhpc bench`: OSU / IMB-style MPI micro-benchmarks."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..bench.coll import OPS
+from .common import add_launch_options, execute, job_from_args, record_footer
+from .parser import add_subparser
+from .ui import print_table
+
+P2P = {
+    "pingpong": "latency (half the round trip) and bandwidth between ranks 0 and 1",
+    "pingping": "both ranks send at once; time of one exchange",
+    "bw": "unidirectional bandwidth with a window of 64 nonblocking sends (osu_bw)",
+    "bibw": "bidirectional bandwidth, windows both ways (osu_bibw)",
+}
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--sizes",
+        metavar="LIST",
+        help="message sizes in bytes: '0,8,1k,4m' or a range 'LO:HI' of powers of two "
+        "(default 0:4m)",
+    )
+    p.add_argument(
+        "--iters",
+        type=int,
+        metavar="N",
+        help="timed repetitions per size (default: 1000, fewer for large messages)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=int,
+        metavar="N",
+        help="untimed warm-up repetitions per size (default: a tenth, at least 2)",
+    )
+    add_launch_options(p, default_np=2)  # fmt: skip
+
+
+def add_parser(subparsers) -> None:
+    p = add_subparser(
+        subparsers,
+        "bench",
+        "MPI micro-benchmarks (OSU / IMB methodology)",
+        "MPI micro-benchmarks with the OSU / IMB methodology: warm-up not timed, more "
+        "repetitions for small messages, MB = 10^6 bytes, NumPy buffers.",
+    )
+    sub = p.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
+    for name, help_text in P2P.items():
+        _common(add_subparser(sub, name, help_text))
+    c = add_subparser(sub, "coll", "collective operations: t_min, t_avg, t_max over ranks (IMB)")
+    c.add_argument(
+        "--op", required=True, choices=OPS, metavar="OP", help=f"one of: {', '.join(OPS)}"
+    )
+    _common(c)  # fmt: skip
+    p.set_defaults(handler=handle)
+
+
+def params_from_args(args: argparse.Namespace) -> dict:
+    params = {"sizes": args.sizes, "iters": args.iters, "warmup": args.warmup}
+    if args.bench == "coll":
+        params["op"] = args.op
+    return params
+
+
+def handle(args: argparse.Namespace) -> int:
+    for flag in ("iters", "warmup"):
+        v = getattr(args, flag)
+        if v is not None and v < (1 if flag == "iters" else 0):
+            from ..errors import CloudhpcError
+
+            raise CloudhpcError(f"--{flag} must be {'positive' if flag == 'iters' else '>= 0'}")
+    job = job_from_args(args, f"bench.{args.bench}", params_from_args(args))
+    record = execute(job, args, title=f"bench {args.bench}")
+    if record is None or args.json:
+        return 0
+    title = f"{args.bench}" + (f" {args.op}" if args.bench == "coll" else "")
+    title += f" — {job.nprocs} ranks, env {job.env}"
+    print_table(title, record["rows"])
+    record_footer(record)
+    return 0

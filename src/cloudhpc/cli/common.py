@@ -1,0 +1,161 @@
+"""What every running subcommand shares: launch options, building the Job, executing it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from typing import Any
+
+from ..envs import ENVIRONMENTS
+from ..errors import CloudhpcError
+from ..job import Job, Layout
+from ..launch import LAUNCHERS, choose_launcher
+from ..launch.hostfile import read_hosts_file
+from ..launch.layout import parse_layout
+from ..launch.runner import plan_job, raise_for_failure, run_plan
+from ..results.store import check_writable, make_record, now_utc, write_record
+from .ui import ProgressMonitor, err, out
+
+DEFAULT_RESULTS = "cloudhpc-results"
+
+
+def add_launch_options(p: argparse.ArgumentParser, default_np: int = 1) -> None:
+    g = p.add_argument_group("launch")
+    g.add_argument(
+        "-n",
+        "--np",
+        type=int,
+        default=None,
+        metavar="P",
+        help=f"number of MPI ranks (default {default_np}, or M*N from --layout)",
+    )
+    g.add_argument(
+        "--hosts",
+        metavar="FILE",
+        help="hosts file, one host[:slots] per line; ranks start over ssh (Hydra)",
+    )
+    g.add_argument(
+        "--layout",
+        metavar="TxMxN",
+        help="T threads per process, M processes per node, N nodes (e.g. 2x1x1)",
+    )
+    g.add_argument(
+        "--env",
+        default="native",
+        metavar="NAME",
+        help=f"communication environment: {', '.join(sorted(ENVIRONMENTS))}",
+    )
+    g.add_argument(
+        "--launcher",
+        metavar="NAME",
+        default=None,
+        help=f"force a launcher ({', '.join(sorted(LAUNCHERS))}); default: slurm inside "
+        "an allocation, hosts with --hosts, else local",
+    )
+    g.add_argument(
+        "--oversubscribe", action="store_true", help="allow more ranks (x threads) than slots"
+    )
+    g.add_argument(
+        "--dry-run", action="store_true", help="print the exact argv and environment, start nothing"
+    )
+    g.add_argument(
+        "--timeout", type=float, default=None, metavar="SEC", help="kill the run after SEC seconds"
+    )
+    o = p.add_argument_group("output")
+    o.add_argument(
+        "--results",
+        default=DEFAULT_RESULTS,
+        metavar="DIR",
+        help="results directory (one JSON record per run)",
+    )
+    o.add_argument("--json", action="store_true", help="print the run's result record on stdout")
+    p.set_defaults(_default_np=default_np)  # fmt: skip
+
+
+def command_line() -> str:
+    return shlex.join(["cloudhpc", *sys.argv[1:]])
+
+
+def job_from_args(
+    args: argparse.Namespace, app: str, params: dict[str, Any], engine: str = "mpi"
+) -> Job:
+    """Validate the launch options and build the immutable Job."""
+    layout = parse_layout(args.layout) if args.layout else None
+    nprocs = args.np
+    if nprocs is not None and nprocs < 1:
+        raise CloudhpcError(f"-n must be at least 1, got {nprocs}")
+    if layout is not None:
+        if nprocs is not None and nprocs != layout.nprocs:
+            raise CloudhpcError(
+                f"-n {nprocs} does not match --layout {args.layout} "
+                f"({layout.procs_per_node} x {layout.nodes} = {layout.nprocs} processes)"
+            )
+        nprocs = layout.nprocs
+    if nprocs is None:
+        nprocs = 1 if engine == "serial" else args._default_np
+    if layout is None:
+        layout = Layout(1, nprocs, 1)
+    if args.env not in ENVIRONMENTS:
+        raise CloudhpcError(
+            f"unknown environment {args.env!r}; known: {', '.join(sorted(ENVIRONMENTS))}"
+        )
+    hosts = read_hosts_file(args.hosts) if args.hosts else ()
+    launcher = args.launcher or choose_launcher(bool(hosts), engine)
+    if launcher not in LAUNCHERS:
+        raise CloudhpcError(f"unknown launcher {launcher!r}; known: {', '.join(sorted(LAUNCHERS))}")
+    return Job(
+        app=app,
+        params=params,
+        nprocs=nprocs,
+        layout=layout,
+        env=args.env,
+        engine=engine,
+        launcher=launcher,
+        hosts=hosts,
+        oversubscribe=args.oversubscribe,
+        results_dir=args.results,
+        command_line=command_line(),
+        timeout_s=args.timeout,
+    )
+
+
+def execute(job: Job, args: argparse.Namespace, title: str | None = None) -> dict | None:
+    """Launch the job, follow it, store its record; None for --dry-run."""
+    plan = plan_job(job, preflight=not args.dry_run)
+    if args.dry_run:
+        if args.json:
+            print(json.dumps({"argv": plan.argv, "env": plan.env, "launcher": plan.launcher}))
+        else:
+            out.print(plan.render(), highlight=False, markup=False, soft_wrap=True)
+        return None
+    check_writable(job.results_dir)
+    started = now_utc()
+    monitor = ProgressMonitor(title or job.app, quiet_stdout=args.json)
+    outcome = run_plan(plan, monitor, job.timeout_s)
+    raise_for_failure(outcome)
+    res = outcome.result or {}
+    record = make_record(
+        job,
+        res.get("body", {}),
+        started=started,
+        launch={"argv": plan.argv, "env": plan.env, "wall_s": round(outcome.wall_s, 3)},
+        timings=res.get("timings"),
+        mpi=res.get("mpi"),
+        nodes=res.get("nodes"),
+    )
+    path = write_record(job.results_dir, record)
+    record["_path"] = str(path)
+    if args.json:
+        print(json.dumps({k: v for k, v in record.items() if k != "_path"}, indent=1, default=str))
+    return record
+
+
+def record_footer(record: dict) -> None:
+    """The closing line of a run on the terminal: where its record went."""
+    if record.get("verified") is not None:
+        ok = "[green]verified[/]" if record["verified"] else "[red]verification FAILED[/]"
+        err.print(ok)
+    err.print(f"record: {os.path.relpath(record['_path'])}", highlight=False)

@@ -1,0 +1,56 @@
+"""Entry point of the `cloudhpc` command. Subcommands live in their own modules."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+from .. import __version__
+from ..errors import CloudhpcError
+from .parser import Formatter, Parser
+
+# Each module has add_parser(subparsers) and sets `handler` on its parser.
+SUBCOMMANDS = ("run", "bench", "npb", "profile", "results", "demo")
+
+
+def build_parser() -> Parser:
+    p = Parser(
+        prog="cloudhpc",
+        description="Run data- and compute-intensive scientific workloads on clusters and clouds, "
+        "and measure what each runtime and each infrastructure costs them.",
+        formatter_class=Formatter,
+    )
+    p.add_argument("--version", action="version", version=f"cloudhpc {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
+    for name in SUBCOMMANDS:
+        try:
+            module = importlib.import_module(f"cloudhpc.cli.{name}")
+        except ModuleNotFoundError as e:
+            if e.name == f"cloudhpc.cli.{name}":
+                continue  # a subcommand still being written
+            raise
+        module.add_parser(sub)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code = args.handler(args) or 0
+    except CloudhpcError as e:
+        print(f"cloudhpc: error: {e}", file=sys.stderr)
+        code = e.exit_code
+    except KeyboardInterrupt:
+        print("cloudhpc: interrupted", file=sys.stderr)
+        code = 130
+    except BrokenPipeError:
+        code = 0
+    except Exception as e:  # a bug in cloudhpc itself: still one line unless asked for more
+        if os.environ.get("CLOUDHPC_DEBUG"):
+            raise
+        print(f"cloudhpc: internal error: {type(e).__name__}: {e} "
+              "(set CLOUDHPC_DEBUG=1 for the traceback)", file=sys.stderr)  # fmt: skip
+        code = 70
+    sys.exit(code)

@@ -1,0 +1,80 @@
+"""Terminal output: a progress bar fed by the ranks, and tables (rich, on stderr/stdout)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from ..launch.runner import Monitor
+
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+
+
+class ProgressMonitor(Monitor):
+    """A progress bar on stderr while ranks run; rank output goes to stderr under --json."""
+
+    def __init__(self, title: str, quiet_stdout: bool = False) -> None:
+        self.title = title
+        self.quiet_stdout = quiet_stdout
+        self._progress: Progress | None = None
+        self._task = None
+
+    def progress(self, done: int, total: int, label: str) -> None:
+        if self._progress is None:
+            self._progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[label]}"),
+                console=err,
+                transient=True,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task(self.title, total=total, label=label)
+        self._progress.update(self._task, completed=done, total=total, label=label)
+
+    def say(self, text: str) -> None:
+        (err if self.quiet_stdout else out).print(text, highlight=False, markup=False)
+
+    def output(self, line: str) -> None:
+        print(line, file=sys.stderr if self.quiet_stdout else sys.stdout)
+
+    def close(self) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+            self._progress = None
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, float):
+        if value == 0:
+            return "0"
+        if abs(value) >= 1e5 or abs(value) < 1e-3:
+            return f"{value:.3e}"
+        return f"{value:.3f}" if abs(value) < 100 else f"{value:.1f}"
+    return "" if value is None else str(value)
+
+
+def table(title: str, rows: Sequence[dict], columns: Sequence[str] | None = None) -> Table:
+    columns = list(columns or (rows[0].keys() if rows else []))
+    t = Table(title=title, title_justify="left")
+    for c in columns:
+        t.add_column(c, justify="right" if rows and _numeric(rows, c) else "left")
+    for r in rows:
+        t.add_row(*(fmt(r.get(c)) for c in columns))
+    return t
+
+
+def _numeric(rows: Sequence[dict], column: str) -> bool:
+    return all(isinstance(r.get(column), (int, float)) or r.get(column) is None for r in rows)
+
+
+def print_table(title: str, rows: Sequence[dict], columns: Sequence[str] | None = None) -> None:
+    out.print(table(title, rows, columns))

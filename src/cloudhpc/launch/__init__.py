@@ -1,0 +1,20 @@
+"""How ranks start. One launcher per file, all behind one registry (base.py)."""
+
+from .base import LAUNCHERS, Launcher, choose_launcher, get_launcher, register_launcher
+from .direct import DirectLauncher
+from .hosts import HostsLauncher
+from .local import LocalLauncher
+from .plan import LaunchPlan
+from .slurm import SlurmLauncher
+
+for _cls in (LocalLauncher, HostsLauncher, SlurmLauncher, DirectLauncher):
+    register_launcher(_cls())
+
+__all__ = [
+    "LAUNCHERS",
+    "LaunchPlan",
+    "Launcher",
+    "choose_launcher",
+    "get_launcher",
+    "register_launcher",
+]

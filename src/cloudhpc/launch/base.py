@@ -1,0 +1,93 @@
+"""Launchers turn a Job into argv + environment. Each is a small class in its own file.
+
+Model: ReFrame's launchers (one class, one `command` method, registered by name). A new launcher
+(PBS, Flux, a group of cloud VMs) is a new file with a class and one `register_launcher` line.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from ..envs import get_environment
+from ..errors import CloudhpcError
+from ..job import Job
+from .plan import LaunchPlan
+
+
+def venv_bin(name: str) -> str:
+    """A tool installed beside this Python (the mpich wheel puts mpiexec and mpicc there)."""
+    path = os.path.join(os.path.dirname(sys.executable), name)
+    return path if os.path.exists(path) else name
+
+
+def worker_argv(job: Job) -> list[str]:
+    return [sys.executable, "-m", "cloudhpc.worker", job.to_json()]
+
+
+class Launcher:
+    name: str = ""
+
+    def slots(self, job: Job) -> int | None:
+        """How many ranks fit without oversubscription (None: unknown, no check)."""
+        return None
+
+    def preflight(self, job: Job) -> None:
+        """Checks that need the outside world (reachable hosts); not run for --dry-run."""
+
+    def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
+        raise NotImplementedError
+
+    def plan(self, job: Job, rank_argv: list[str] | None = None, extra_env=None) -> LaunchPlan:
+        """Check the job against this launcher and build the argv and environment."""
+        if job.nprocs < 1:
+            raise CloudhpcError(f"the number of ranks must be at least 1, got {job.nprocs}")
+        slots = self.slots(job)
+        need = job.nprocs * job.layout.threads
+        if slots is not None and need > slots and not job.oversubscribe:
+            what = f"{job.nprocs} ranks" + (
+                f" x {job.layout.threads} threads" if job.layout.threads > 1 else ""
+            )
+            raise CloudhpcError(
+                f"{what} need {need} slots but {self.name} has {slots}; "
+                "pass --oversubscribe to start them anyway"
+            )
+        environment = get_environment(job.env)
+        env = dict(environment.variables())
+        threads = str(job.layout.threads)
+        env.update({"OMP_NUM_THREADS": threads, "NUMBA_NUM_THREADS": threads})
+        env.update(extra_env or {})
+        argv = environment.wrap(list(rank_argv or worker_argv(job)))
+        return LaunchPlan(
+            argv=self.command(job, argv, env),
+            env=env,
+            launcher=self.name,
+            nprocs=job.nprocs,
+            hosts=job.hosts,
+        )
+
+
+LAUNCHERS: dict[str, Launcher] = {}
+
+
+def register_launcher(launcher: Launcher) -> None:
+    LAUNCHERS[launcher.name] = launcher
+
+
+def get_launcher(name: str) -> Launcher:
+    try:
+        return LAUNCHERS[name]
+    except KeyError:
+        known = ", ".join(sorted(LAUNCHERS))
+        raise CloudhpcError(f"unknown launcher {name!r}; known: {known}") from None
+
+
+def choose_launcher(has_hosts: bool, engine: str) -> str:
+    """The launcher a user means when they name none."""
+    if engine == "serial":
+        return "direct"
+    if has_hosts:
+        return "hosts"
+    if os.environ.get("SLURM_JOB_ID"):
+        return "slurm"
+    return "local"

@@ -1,0 +1,24 @@
+"""A launch plan: the exact argv and environment that start a job's ranks."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+
+from ..job import Host
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    argv: list[str]
+    env: dict[str, str]  # added to the caller's environment
+    launcher: str
+    nprocs: int
+    hosts: tuple[Host, ...] = ()
+    notes: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        """Shell-ready text for --dry-run: the variables, then the command."""
+        lines = [f"export {k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
+        lines.append(shlex.join(self.argv))
+        return "\n".join(lines)

@@ -1,0 +1,173 @@
+"""Start a launch plan, follow its ranks, and turn their fate into a result or one clear error.
+
+Ranks talk to this process through control lines on stdout (context.CONTROL_PREFIX + JSON):
+progress, text for the user, rank 0's result, and a rank's error just before it aborts the job.
+stderr is collected and shown only when a rank crashed (or printed warnings on a good run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from ..context import CONTROL_PREFIX
+from ..errors import CloudhpcError, RunFailed
+from ..job import Job
+from .base import get_launcher
+from .plan import LaunchPlan
+
+
+class Monitor:
+    """Receives what ranks report while they run; the CLI subclasses it with a progress bar."""
+
+    def progress(self, done: int, total: int, label: str) -> None:
+        pass
+
+    def say(self, text: str) -> None:
+        print(text, file=sys.stderr)
+
+    def output(self, line: str) -> None:
+        print(line, file=sys.stderr)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class Outcome:
+    returncode: int
+    stderr: str
+    wall_s: float
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None  # a rank's own report of why it stopped
+
+
+def plan_job(
+    job: Job, rank_argv: list[str] | None = None, extra_env=None, preflight: bool = True
+) -> LaunchPlan:
+    """The argv and environment for `job` (rank_argv defaults to the cloudhpc worker)."""
+    launcher = get_launcher(job.launcher)
+    plan = launcher.plan(job, rank_argv, extra_env)
+    if preflight:
+        launcher.preflight(job)
+    return plan
+
+
+# Lines Hydra prints when it tears a job down; they repeat what the rank's own message says.
+_HYDRA_NOISE = ("=====", "BAD TERMINATION", "PID ", "RUNNING AT ", "EXIT CODE", "CLEANING UP")
+
+
+def _filter_noise(text: str) -> str:
+    keep = [
+        ln for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(_HYDRA_NOISE)
+    ]
+    return "\n".join(keep)
+
+
+def run_plan(
+    plan: LaunchPlan, monitor: Monitor | None = None, timeout: float | None = None
+) -> Outcome:
+    """Run the plan to completion; never raises for a failed run (see Outcome)."""
+    monitor = monitor or Monitor()
+    env = dict(os.environ)
+    env.update(plan.env)
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.Popen(
+            plan.argv,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,  # so a timeout or Ctrl-C can end every rank at once
+        )
+    except FileNotFoundError:
+        raise CloudhpcError(f"cannot start {plan.argv[0]!r}: no such program") from None
+    except PermissionError:
+        raise CloudhpcError(f"cannot start {plan.argv[0]!r}: not executable") from None
+
+    stderr_chunks: list[str] = []
+    reader = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read()), daemon=True)
+    reader.start()
+    outcome = Outcome(returncode=0, stderr="", wall_s=0.0)
+    timer = None
+    if timeout:
+        timer = threading.Timer(timeout, _kill_group, args=(proc,))
+        timer.start()
+    try:
+        for line in proc.stdout:
+            line = line.rstrip("\n")
+            if line.startswith(CONTROL_PREFIX):
+                _dispatch(json.loads(line[len(CONTROL_PREFIX) :]), outcome, monitor)
+            else:
+                monitor.output(line)
+        proc.wait()
+    except KeyboardInterrupt:
+        _kill_group(proc)
+        proc.wait()
+        raise
+    finally:
+        if timer is not None:
+            timer.cancel()
+        monitor.close()
+    reader.join()
+    outcome.returncode = proc.returncode
+    outcome.stderr = "".join(stderr_chunks)
+    outcome.wall_s = time.perf_counter() - t0
+    if timer is not None and not timer.is_alive() and proc.returncode < 0 and timeout:
+        outcome.error = {"kind": "timeout", "message": f"the run exceeded --timeout {timeout:g} s"}
+    return outcome
+
+
+def _dispatch(msg: dict[str, Any], outcome: Outcome, monitor: Monitor) -> None:
+    if "progress" in msg:
+        monitor.progress(*msg["progress"])
+    elif "say" in msg:
+        monitor.say(msg["say"])
+    elif "result" in msg:
+        outcome.result = msg["result"]
+    elif "error" in msg and outcome.error is None:
+        outcome.error = msg
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def raise_for_failure(outcome: Outcome) -> None:
+    """Turn a failed run into one error; a crash shows the ranks' stderr first."""
+    err = outcome.error
+    if err and err.get("kind") == "usage":
+        raise CloudhpcError(err["message"])
+    if err and err.get("kind") == "timeout":
+        raise RunFailed(err["message"])
+    if outcome.returncode == 0 and outcome.result is not None:
+        return
+    shown = _filter_noise(outcome.stderr)
+    if shown:
+        print(shown, file=sys.stderr)
+    if err:
+        raise RunFailed(f"rank {err.get('rank', '?')} failed: {err['message']}")
+    if outcome.returncode != 0:
+        raise RunFailed(f"the run failed (exit code {outcome.returncode}); see the output above")
+    raise RunFailed("the run ended without a result from rank 0")
+
+
+def launch_program(
+    job: Job, program_argv: list[str], extra_env: dict[str, str] | None = None, monitor=None
+) -> Outcome:
+    """Start any program on the job's ranks (used by `cloudhpc profile -- PROGRAM`)."""
+    plan = plan_job(job, program_argv, extra_env)
+    return run_plan(plan, monitor or Monitor(), job.timeout_s)

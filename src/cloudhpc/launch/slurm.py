@@ -1,0 +1,27 @@
+"""slurm: inside an allocation (SLURM_JOB_ID set), ranks are started by srun."""
+
+from __future__ import annotations
+
+import os
+
+from ..job import Job
+from .base import Launcher
+
+
+class SlurmLauncher(Launcher):
+    name = "slurm"
+
+    def slots(self, job: Job) -> int | None:
+        n = os.environ.get("SLURM_NTASKS") or os.environ.get("SLURM_NPROCS")
+        return int(n) if n and n.isdigit() else None
+
+    def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
+        lay = job.layout
+        argv = ["srun", "--mpi=pmi2", f"--ntasks={job.nprocs}"]
+        if lay.nodes > 1 or lay.procs_per_node > 1:
+            argv += [f"--nodes={lay.nodes}", f"--ntasks-per-node={lay.procs_per_node}"]
+        argv.append(f"--cpus-per-task={lay.threads}")
+        argv.append("--overcommit" if job.oversubscribe else "--cpu-bind=cores")
+        exports = ",".join(f"{k}={v}" for k, v in sorted(env.items()))
+        argv.append(f"--export=ALL,{exports}")
+        return argv + rank_argv

@@ -1,0 +1,92 @@
+"""`python -m cloudhpc.worker JOB_JSON`: one rank of a cloudhpc job.
+
+Initialises MPI, runs the job's app between two barriers (the timed region of record), takes each
+phase's maximum over ranks, and has rank 0 send the result to the parent as a control line. Any
+rank that fails reports why on a control line and aborts the whole job, so nothing hangs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+
+from .context import CONTROL_PREFIX, RunContext
+from .errors import CloudhpcError
+from .job import Job
+
+
+def _control(msg: dict) -> None:
+    sys.stdout.write(CONTROL_PREFIX + json.dumps(msg, default=_jsonable) + "\n")
+    sys.stdout.flush()
+
+
+def _jsonable(obj):
+    """numpy scalars and arrays in an app's result become plain JSON."""
+    if hasattr(obj, "tolist"):
+        return obj.tolist()
+    if hasattr(obj, "item"):
+        return obj.item()
+    return str(obj)
+
+
+def _fail(comm, rank: int, kind: str, message: str, code: int) -> None:
+    _control({"error": message, "message": message, "kind": kind, "rank": rank})
+    sys.stderr.flush()
+    comm.Abort(code)
+
+
+def run(job: Job) -> None:
+    from mpi4py import MPI
+
+    comm = MPI.COMM_WORLD
+    ctx = RunContext(job, comm)
+    rank = ctx.rank
+    try:
+        from .apps.registry import resolve
+
+        app = resolve(job.app)
+        comm.Barrier()
+        t0 = MPI.Wtime()
+        body = app(ctx)
+        comm.Barrier()
+        total = MPI.Wtime() - t0
+    except CloudhpcError as e:
+        _fail(comm, rank, "usage", str(e), 2)
+        return
+    except BaseException as e:  # a crash: show this rank's traceback, then end every rank
+        for line in traceback.format_exc().rstrip().splitlines():
+            print(f"[rank {rank}] {line}", file=sys.stderr)
+        _fail(comm, rank, "crash", f"{type(e).__name__}: {e}", 1)
+        return
+
+    phase_names = sorted(comm.allgather(sorted(ctx.phases)), key=len)[-1]
+    phases = {}
+    for name in phase_names:
+        phases[name] = comm.allreduce(ctx.phases.get(name, 0.0), op=MPI.MAX)
+    total_max = comm.allreduce(total, op=MPI.MAX)
+    nodes = comm.gather(MPI.Get_processor_name(), root=0)
+    if rank == 0:
+        result = {
+            "body": body or {},
+            "timings": {"total_s": total_max, "phases": phases},
+            "mpi": {
+                "library": MPI.Get_library_version().strip().splitlines()[0],
+                "standard": "%d.%d" % MPI.Get_version(),
+                "mpi4py": __import__("mpi4py").__version__,
+            },
+            "nodes": sorted(set(nodes)),
+            "nprocs": comm.Get_size(),
+        }
+        _control({"result": result})
+
+
+def main() -> None:
+    if len(sys.argv) != 2:
+        print("usage: python -m cloudhpc.worker JOB_JSON", file=sys.stderr)
+        sys.exit(2)
+    run(Job.from_json(sys.argv[1]))
+
+
+if __name__ == "__main__":
+    main()
