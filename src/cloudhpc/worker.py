@@ -72,7 +72,7 @@ def run(job: Job) -> None:
             "timings": {"total_s": total_max, "phases": phases},
             "mpi": {
                 "library": MPI.Get_library_version().strip().splitlines()[0],
-                "standard": "%d.%d" % MPI.Get_version(),
+                "standard": "{}.{}".format(*MPI.Get_version()),
                 "mpi4py": __import__("mpi4py").__version__,
             },
             "nodes": sorted(set(nodes)),
