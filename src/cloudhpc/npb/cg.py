@@ -1,0 +1,489 @@
+"""CG, the conjugate gradient kernel: the smallest eigenvalue of a large sparse symmetric
+positive definite matrix by inverse power iteration, each step solving A z = x with 25
+unpreconditioned CG iterations.
+
+The matrix is NPB's random sparse matrix (makea/sparse), generated from the one global stream on
+every rank, each rank keeping only its block. Ranks form the reference's 2-D process grid
+(nprows x npcols, npcols = nprows or 2 nprows); rank (r, c) holds the block of rows r and
+columns c. A matrix-vector product is the local block product, a sum across the process row by
+pairwise exchanges (recursive doubling; the last step halves the data when the grid is not
+square), and a transpose exchange that turns the row-distributed result into the
+column-distributed vector the next product needs. Dot products are summed across the process
+row by the same pairwise exchanges. All messages are NumPy buffers with Sendrecv.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from .common import (
+    RANK_OVERHEAD,
+    Progress,
+    check_class,
+    check_relative,
+    is_power_of_two,
+    make_result,
+    max_time,
+    mops,
+)
+from .nprandom import R46, SEED, A, _mul
+
+KERNEL = "cg"
+PROCS_RULE = "a power of two number of processes (1, 2, 4, 8, ...)"
+CGITMAX = 25
+RCOND = 0.1
+EPSILON = 1e-10
+
+#: class -> (na, nonzer, niter, shift, reference zeta)
+CLASSES: dict[str, tuple[int, int, int, float, float]] = {
+    "S": (1400, 7, 15, 10.0, 8.5971775078648),
+    "W": (7000, 8, 15, 12.0, 10.362595087124),
+    "A": (14000, 11, 15, 20.0, 17.130235054029),
+    "B": (75000, 13, 75, 60.0, 22.712745482631),
+    "C": (150000, 15, 75, 110.0, 28.973605592845),
+}
+
+
+def allowed_procs(p: int) -> bool:
+    return is_power_of_two(p)
+
+
+def grid_shape(nprocs: int) -> tuple[int, int]:
+    """(nprows, npcols): square for an even power of two, else twice as many columns."""
+    k = nprocs.bit_length() - 1
+    npcols = 1 << ((k + 1) // 2)
+    return nprocs // npcols, npcols
+
+
+def memory_estimate(cls: str, nprocs: int) -> int:
+    na, nonzer, _, _, _ = CLASSES[cls]
+    triples = na * (nonzer + 1) ** 2 // nprocs + na
+    # triples (row, col, value) + the CSR copy sparse() builds + all rows' sparse vectors
+    # + dense scratch of length na + the CG vectors
+    return RANK_OVERHEAD + triples * (16 + 12) + na * (nonzer + 1) * 12 + na * 16 + na * 8 * 8
+
+
+# ---------------------------------------------------------------------------------------------
+# the matrix (makea, sprnvc, vecset, sparse of the reference)
+
+
+@njit(cache=True)
+def _random_vectors(n: int, nonzer: int) -> tuple:
+    """Every row's sparse random vector (sprnvc + vecset), in stream order.
+
+    Returns (values[n, nonzer+1], indices[n, nonzer+1] 1-based, counts[n])."""
+    tran = SEED
+    tran = _mul(tran, A)  # the reference draws one number (zeta) before makea
+    nn1 = 1
+    while True:
+        nn1 *= 2
+        if nn1 >= n:
+            break
+    vals = np.zeros((n, nonzer + 1))
+    idx = np.zeros((n, nonzer + 1), np.int64)
+    cnt = np.zeros(n, np.int64)
+    mark = np.zeros(n + 1, np.int8)
+    for iouter in range(1, n + 1):
+        nzv = 0
+        row_v = vals[iouter - 1]
+        row_i = idx[iouter - 1]
+        while nzv < nonzer:
+            tran = _mul(tran, A)
+            vecelt = R46 * tran
+            tran = _mul(tran, A)
+            vecloc = R46 * tran
+            i = int(nn1 * vecloc) + 1
+            if i > n:
+                continue
+            if mark[i] == 0:
+                mark[i] = 1
+                row_v[nzv] = vecelt
+                row_i[nzv] = i
+                nzv += 1
+        for k in range(nzv):
+            mark[row_i[k]] = 0
+        found = False
+        for k in range(nzv):
+            if row_i[k] == iouter:
+                row_v[k] = 0.5
+                found = True
+        if not found:
+            row_v[nzv] = 0.5
+            row_i[nzv] = iouter
+            nzv += 1
+        cnt[iouter - 1] = nzv
+    return vals, idx, cnt
+
+
+@njit(cache=True)
+def _local_matrix(
+    n: int,
+    nonzer: int,
+    shift: float,
+    ratio: float,
+    firstrow: int,
+    lastrow: int,
+    firstcol: int,
+    lastcol: int,
+) -> tuple:
+    """This rank's block (1-based inclusive bounds) as CSR with local 0-based column indices:
+    the outer products of the random vectors, scaled by a geometric factor, plus the shifted
+    identity, with duplicates summed in generation order (the reference's sparse())."""
+    vals, idx, cnt = _random_vectors(n, nonzer)
+    # count this block's triples
+    nnza = 0
+    for io in range(n):
+        c = cnt[io]
+        nr = 0
+        for k in range(c):
+            if firstrow <= idx[io, k] <= lastrow:
+                nr += 1
+        for k in range(c):
+            if firstcol <= idx[io, k] <= lastcol:
+                nnza += nr
+    for i in range(firstrow, lastrow + 1):
+        if firstcol <= i <= lastcol:
+            nnza += 1
+    arow = np.empty(nnza, np.int32)
+    acol = np.empty(nnza, np.int32)
+    aelt = np.empty(nnza)
+    size = 1.0
+    t = 0
+    for io in range(n):
+        c = cnt[io]
+        for kv in range(c):
+            jcol = idx[io, kv]
+            if firstcol <= jcol <= lastcol:
+                scale = size * vals[io, kv]
+                for kr in range(c):
+                    irow = idx[io, kr]
+                    if firstrow <= irow <= lastrow:
+                        acol[t] = jcol
+                        arow[t] = irow
+                        aelt[t] = vals[io, kr] * scale
+                        t += 1
+        size = size * ratio
+    for i in range(firstrow, lastrow + 1):
+        if firstcol <= i <= lastcol:
+            acol[t] = i
+            arow[t] = i
+            aelt[t] = RCOND - shift
+            t += 1
+
+    # bucket sort of the triples by row (stable)
+    nrows = lastrow - firstrow + 1
+    rowstr = np.zeros(nrows + 1, np.int64)
+    for t in range(nnza):
+        rowstr[arow[t] - firstrow + 1] += 1
+    for j in range(nrows):
+        rowstr[j + 1] += rowstr[j]
+    pos = rowstr[:-1].copy()
+    a = np.empty(nnza)
+    col = np.empty(nnza, np.int32)
+    for t in range(nnza):
+        j = arow[t] - firstrow
+        a[pos[j]] = aelt[t]
+        col[pos[j]] = acol[t]
+        pos[j] += 1
+
+    # sum duplicates per row; columns in order of first nonzero sum, as the reference
+    x = np.zeros(n + 1)
+    mark = np.zeros(n + 1, np.int8)
+    nzloc = np.empty(n + 1, np.int64)
+    out_row = np.zeros(nrows + 1, np.int64)
+    nza = 0
+    for j in range(nrows):
+        nzrow = 0
+        for k in range(rowstr[j], rowstr[j + 1]):
+            i = col[k]
+            x[i] = x[i] + a[k]
+            if mark[i] == 0 and x[i] != 0.0:
+                mark[i] = 1
+                nzloc[nzrow] = i
+                nzrow += 1
+        for k in range(nzrow):
+            i = nzloc[k]
+            mark[i] = 0
+            xi = x[i]
+            x[i] = 0.0
+            if xi != 0.0:
+                a[nza] = xi
+                col[nza] = i - firstcol
+                nza += 1
+        out_row[j + 1] = nza
+    return out_row, col[:nza].copy(), a[:nza].copy()
+
+
+# ---------------------------------------------------------------------------------------------
+# vector kernels
+
+
+@njit(cache=True)
+def matvec(rowstr: np.ndarray, col: np.ndarray, a: np.ndarray, p: np.ndarray, w: np.ndarray):
+    for j in range(rowstr.shape[0] - 1):
+        s = 0.0
+        for k in range(rowstr[j], rowstr[j + 1]):
+            s += a[k] * p[col[k]]
+        w[j] = s
+
+
+@njit(cache=True)
+def dot(x: np.ndarray, y: np.ndarray) -> float:
+    s = 0.0
+    for j in range(x.shape[0]):
+        s += x[j] * y[j]
+    return s
+
+
+@njit(cache=True)
+def add_into(w: np.ndarray, start: int, q: np.ndarray, n: int) -> None:
+    for j in range(start, start + n):
+        w[j] += q[j]
+
+
+@njit(cache=True)
+def update_zr(z: np.ndarray, r: np.ndarray, p: np.ndarray, q: np.ndarray, alpha: float):
+    """z += alpha p, r -= alpha q; returns r.r (local part)."""
+    s = 0.0
+    for j in range(z.shape[0]):
+        z[j] += alpha * p[j]
+        r[j] -= alpha * q[j]
+        s += r[j] * r[j]
+    return s
+
+
+@njit(cache=True)
+def update_p(p: np.ndarray, r: np.ndarray, beta: float) -> None:
+    for j in range(p.shape[0]):
+        p[j] = r[j] + beta * p[j]
+
+
+@njit(cache=True)
+def residual_sq(x: np.ndarray, r: np.ndarray) -> float:
+    s = 0.0
+    for j in range(x.shape[0]):
+        d = x[j] - r[j]
+        s += d * d
+    return s
+
+
+@njit(cache=True)
+def scale_into(x: np.ndarray, z: np.ndarray, f: float) -> None:
+    for j in range(x.shape[0]):
+        x[j] = f * z[j]
+
+
+# ---------------------------------------------------------------------------------------------
+# the process grid
+
+
+class Grid:
+    """The reference's setup_submatrix_info: block bounds (1-based, inclusive), the transpose
+    partner and the row-reduction schedule of this rank."""
+
+    def __init__(self, na: int, nprocs: int, me: int) -> None:
+        self.nprows, self.npcols = nprows, npcols = grid_shape(nprocs)
+        self.me = me
+        proc_row, proc_col = divmod(me, npcols)
+        if na // npcols * npcols == na:
+            col_size = na // npcols
+            firstcol = proc_col * col_size + 1
+            lastcol = firstcol - 1 + col_size
+            row_size = na // nprows
+            firstrow = proc_row * row_size + 1
+            lastrow = firstrow - 1 + row_size
+        else:
+            extra = na - na // nprows * nprows
+            if proc_row < extra:
+                row_size = na // nprows + 1
+                firstrow = proc_row * row_size + 1
+            else:
+                row_size = na // nprows
+                firstrow = extra * (row_size + 1) + (proc_row - extra) * row_size + 1
+            lastrow = firstrow - 1 + row_size
+            if npcols == nprows:
+                extra = na - na // npcols * npcols
+                if proc_col < extra:
+                    col_size = na // npcols + 1
+                    firstcol = proc_col * col_size + 1
+                else:
+                    col_size = na // npcols
+                    firstcol = extra * (col_size + 1) + (proc_col - extra) * col_size + 1
+                lastcol = firstcol - 1 + col_size
+            else:
+                half = npcols // 2
+                extra = na - na // half * half
+                if proc_col // 2 < extra:
+                    col_size = na // half + 1
+                    firstcol = (proc_col // 2) * col_size + 1
+                else:
+                    col_size = na // half
+                    firstcol = extra * (col_size + 1) + (proc_col // 2 - extra) * col_size + 1
+                lastcol = firstcol - 1 + col_size
+                if me % 2 == 0:
+                    lastcol = firstcol - 1 + (col_size - 1) // 2 + 1
+                else:
+                    firstcol = firstcol + (col_size - 1) // 2 + 1
+                    lastcol = firstcol - 1 + col_size // 2
+        self.firstrow, self.lastrow = firstrow, lastrow
+        self.firstcol, self.lastcol = firstcol, lastcol
+        nrows = lastrow - firstrow + 1
+        self.nrows, self.ncols = nrows, lastcol - firstcol + 1
+
+        # 0-based start and length of the piece of w this rank sends in the transpose
+        if npcols == nprows:
+            send_start, send_len = 0, nrows
+        elif me % 2 == 0:
+            send_start, send_len = 0, (1 + nrows) // 2
+        else:
+            send_start, send_len = (1 + nrows) // 2, nrows // 2
+        self.send_start, self.send_len = send_start, send_len
+        if npcols == nprows:
+            self.exch_proc = (me % nprows) * nprows + me // nprows
+        else:
+            self.exch_proc = 2 * ((me // 2) % nprows * nprows + me // 2 // nprows) + me % 2
+        self.l2npcols = npcols.bit_length() - 1
+
+        # partners and (send start, send length, receive length) of each reduction step
+        self.partners: list[int] = []
+        div = npcols
+        for _ in range(self.l2npcols):
+            j = (proc_col + div // 2) % div + proc_col // div * div
+            self.partners.append(proc_row * npcols + j)
+            div //= 2
+        self.steps: list[tuple[int, int, int]] = []
+        for i in range(self.l2npcols):
+            if nprows == npcols:
+                self.steps.append((send_start, send_len, nrows))
+            elif i == self.l2npcols - 1:  # the first step taken: exchange halves
+                start = send_start + send_len if me % 2 == 0 else 0
+                self.steps.append((start, nrows - send_len, send_len))
+            else:
+                self.steps.append((send_start, send_len, send_len))
+
+
+class _Solver:
+    def __init__(self, comm: Any, cls: str) -> None:
+        self.comm = comm
+        na, nonzer, self.niter, self.shift, _ = CLASSES[cls]
+        self.grid = g = Grid(na, comm.Get_size(), comm.Get_rank())
+        self.rowstr, self.col, self.a = _local_matrix(
+            na,
+            nonzer,
+            self.shift,
+            RCOND ** (1.0 / na),
+            g.firstrow,
+            g.lastrow,
+            g.firstcol,
+            g.lastcol,
+        )
+        m = max(g.nrows, g.ncols)
+        self.x = np.ones(g.ncols)
+        self.z = np.zeros(g.ncols)
+        self.p = np.zeros(g.ncols)
+        self.q = np.zeros(m)
+        self.r = np.zeros(m)
+        self.w = np.zeros(m)
+        self._s = np.zeros(2)
+        self._t = np.zeros(2)
+
+    def row_sum(self, *values: float) -> tuple[float, ...]:
+        """Sum scalars across the process row (the reference's pairwise exchanges)."""
+        n = len(values)
+        s, t = self._s[:n], self._t[:n]
+        s[:] = values
+        for i, partner in enumerate(self.grid.partners):
+            self.comm.Sendrecv(s, partner, i + 1, t, partner, i + 1)
+            s += t
+        return tuple(float(v) for v in s)
+
+    def product(self, v: np.ndarray, out: np.ndarray) -> None:
+        """out[:ncols] = (A v) in the column distribution, from v in the column distribution."""
+        g, w, comm = self.grid, self.w, self.comm
+        matvec(self.rowstr, self.col, self.a, v, w)
+        for i in range(g.l2npcols - 1, -1, -1):
+            start, slen, rlen = g.steps[i]
+            partner = g.partners[i]
+            comm.Sendrecv(
+                w[start : start + slen],
+                partner,
+                i + 1,
+                out[g.send_start : g.send_start + rlen],
+                partner,
+                i + 1,
+            )
+            add_into(w, g.send_start, out, rlen)
+        if g.l2npcols:
+            comm.Sendrecv(
+                w[g.send_start : g.send_start + g.send_len],
+                g.exch_proc,
+                1,
+                out[: g.ncols],
+                g.exch_proc,
+                1,
+            )
+        else:
+            out[: g.ncols] = w[: g.ncols]
+
+    def conj_grad(self) -> float:
+        """25 CG iterations on A z = x from z = 0; returns ||x - A z||."""
+        n = self.grid.ncols
+        x, z, p = self.x, self.z, self.p
+        q, r = self.q[:n], self.r[:n]
+        z[:] = 0.0
+        r[:] = x
+        p[:] = r
+        (rho,) = self.row_sum(dot(r, r))
+        for _ in range(CGITMAX):
+            self.product(p, self.q)
+            (d,) = self.row_sum(dot(p, q))
+            alpha = rho / d
+            rho0 = rho
+            (rho,) = self.row_sum(update_zr(z, r, p, q, alpha))
+            update_p(p, r, rho / rho0)
+        self.product(z, self.r)
+        (s,) = self.row_sum(residual_sq(x, r))
+        return float(np.sqrt(s))
+
+    def power_step(self) -> tuple[float, float]:
+        """One inverse power step: returns (zeta, ||r||) and sets x = z / ||z||."""
+        rnorm = self.conj_grad()
+        xz, zz = self.row_sum(dot(self.x, self.z), dot(self.z, self.z))
+        scale_into(self.x, self.z, 1.0 / np.sqrt(zz))
+        return self.shift + 1.0 / xz, rnorm
+
+
+def run(comm: Any, cls: str, *, corrupt: bool = False, progress: Progress = None) -> dict:
+    cls = check_class(KERNEL, cls, CLASSES)
+    na, nonzer, niter, _, zeta_ref = CLASSES[cls]
+    s = _Solver(comm, cls)
+    s.power_step()  # one untimed iteration to touch code and data, as the reference does
+    s.x[:] = 1.0
+    comm.Barrier()
+    t0 = time.perf_counter()
+    zeta = rnorm = 0.0
+    for it in range(1, niter + 1):
+        zeta, rnorm = s.power_step()
+        if progress is not None:
+            progress(it, niter, f"cg class {cls}")
+    elapsed = max_time(comm, time.perf_counter() - t0)
+    if corrupt:
+        zeta *= 1.0 + 1e-8
+    nz1 = nonzer * (nonzer + 1)
+    ops = 2.0 * niter * na * (3.0 + nz1 + 25.0 * (5.0 + nz1) + 3.0)
+    return make_result(
+        kernel=KERNEL,
+        cls=cls,
+        size=str(na),
+        iterations=niter,
+        time_s=elapsed,
+        mops_total=mops(ops, elapsed),
+        nprocs=comm.Get_size(),
+        verification=[check_relative("zeta", zeta, zeta_ref, EPSILON)],
+        optype="floating point",
+        extra={"rnorm": rnorm, "grid": [s.grid.nprows, s.grid.npcols]},
+    )
