@@ -1,0 +1,81 @@
+"""The engine interface: the few operations the programming models need from a parallel runtime.
+
+Models (map-only, map-reduce, iterative map-reduce) are written against :class:`Engine` only, so
+they never know whether MPI ranks, a single process or (later) Ray actors execute them. Every
+worker runs the same model code (SPMD); the engine supplies its place (`rank`, `size`), collective
+operations on NumPy arrays, small control messages, and dynamic scheduling of item indices.
+
+Array collectives take and return NumPy arrays; the object methods are for small control data
+(a few numbers, per-item status), never for bulk data.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+
+REDUCE_OPS = ("sum", "prod", "min", "max")
+
+
+class Engine(ABC):
+    """Where the tasks of a model execute. Subclasses register under `name` (see registry.py)."""
+
+    name: ClassVar[str]
+    rank: int
+    size: int
+
+    @property
+    def is_root(self) -> bool:
+        return self.rank == 0
+
+    # --- array collectives (the hot paths) ---------------------------------------------------
+    @abstractmethod
+    def bcast(self, array: np.ndarray | None, root: int = 0) -> np.ndarray:
+        """Root's array on every worker (shape and dtype travel with it; others pass None)."""
+
+    @abstractmethod
+    def allreduce(self, array: np.ndarray, op: str = "sum") -> np.ndarray:
+        """Element-wise reduction (one of REDUCE_OPS) of same-shaped arrays, result everywhere."""
+
+    @abstractmethod
+    def reduce(self, array: np.ndarray, op: str = "sum", root: int = 0) -> np.ndarray | None:
+        """Element-wise reduction to `root` (None elsewhere)."""
+
+    @abstractmethod
+    def alltoallv(self, send: np.ndarray, counts: Sequence[int]) -> np.ndarray:
+        """Personalised exchange: `send`'s rows are grouped by destination, `counts[d]` rows for
+        worker d. Returns the rows received, grouped by source in rank order."""
+
+    @abstractmethod
+    def gatherv(self, array: np.ndarray, root: int = 0) -> np.ndarray | None:
+        """Concatenate every worker's rows (axis 0) in rank order at `root` (None elsewhere)."""
+
+    # --- control messages --------------------------------------------------------------------
+    @abstractmethod
+    def bcast_object(self, obj: Any, root: int = 0) -> Any: ...
+
+    @abstractmethod
+    def gather_objects(self, obj: Any, root: int = 0) -> list[Any] | None: ...
+
+    @abstractmethod
+    def barrier(self) -> None: ...
+
+    # --- scheduling --------------------------------------------------------------------------
+    @abstractmethod
+    def dynamic_range(self, n: int) -> Iterator[int]:
+        """Indices 0..n-1 handed out on demand: each index reaches exactly one worker, and a worker
+        asks for the next one only when it has finished the previous (load balancing for items of
+        unequal cost). Collective: every worker must iterate it to the end."""
+
+    def static_range(self, n: int) -> range:
+        """This worker's contiguous block of 0..n-1 (block sizes differ by at most one)."""
+        return range(self.rank * n // self.size, (self.rank + 1) * n // self.size)
+
+
+def check_op(op: str) -> str:
+    if op not in REDUCE_OPS:
+        raise ValueError(f"unknown reduction {op!r}; known: {', '.join(REDUCE_OPS)}")
+    return op

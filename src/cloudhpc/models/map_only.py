@@ -1,0 +1,102 @@
+"""Map-only (Table 12.2, left): a function or an external program applied to each item.
+
+Items are handed out dynamically (items differ in cost, as CAP3's files do); a failed item is
+retried up to `retries` more times on the worker that ran it; a failure is recorded per item and
+never stops the other items.
+
+Example (any engine; the same code runs on `serial` and on every MPI rank)::
+
+    from cloudhpc.engines import get_engine
+    from cloudhpc.models.map_only import map_only
+
+    engine = get_engine("serial")
+    outcomes = map_only(engine, lambda x: x * x, [1, 2, 3], retries=1)
+    # on the root: [ItemOutcome(index=0, ok=True, value=1, ...), ...]; None on other workers
+    assert [o.value for o in outcomes] == [1, 4, 9]
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..engines.base import Engine
+from ._timing import PhaseTimer, timer_or_null
+
+
+class ItemError(Exception):
+    """Raise from a map function to fail an item with details kept in its outcome."""
+
+    def __init__(self, message: str, **detail: Any) -> None:
+        super().__init__(message)
+        self.detail = detail
+
+
+@dataclass
+class ItemOutcome:
+    index: int
+    ok: bool
+    value: Any = None  # the function's return value (None when the item failed)
+    error: str | None = None  # the last attempt's error, one line
+    attempts: int = 0
+    seconds: float = 0.0  # all attempts together
+    worker: int = 0  # rank that ran it
+    detail: dict[str, Any] = field(default_factory=dict)  # ItemError's keyword details
+
+
+def run_item(
+    fn: Callable[[Any], Any], item: Any, index: int, retries: int, worker: int
+) -> ItemOutcome:
+    """Run one item with retries; exceptions become a failed outcome, never escape."""
+    out = ItemOutcome(index=index, ok=False, worker=worker)
+    t0 = time.perf_counter()
+    for attempt in range(1, retries + 2):
+        out.attempts = attempt
+        try:
+            out.value = fn(item)
+        except Exception as exc:  # the item failed; the job goes on
+            out.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            out.detail = dict(getattr(exc, "detail", {}))
+            continue
+        out.ok, out.error, out.detail = True, None, {}
+        break
+    out.seconds = time.perf_counter() - t0
+    return out
+
+
+def map_only(
+    engine: Engine,
+    fn: Callable[[Any], Any],
+    items: Sequence[Any],
+    *,
+    retries: int = 0,
+    schedule: str = "dynamic",
+    timer: PhaseTimer | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[ItemOutcome] | None:
+    """Apply `fn` to every item; the root gets every item's outcome in item order, others None.
+
+    Every worker passes the same `items`. `schedule` is "dynamic" (on request) or "static"
+    (contiguous blocks). `progress(done_here, total)` is called after each item on each worker.
+    """
+    if retries < 0:
+        raise ValueError("retries must be >= 0")
+    timer = timer_or_null(timer)
+    indices = engine.dynamic_range(len(items)) if schedule == "dynamic" else None
+    if indices is None:
+        if schedule != "static":
+            raise ValueError(f"unknown schedule {schedule!r}; use 'dynamic' or 'static'")
+        indices = iter(engine.static_range(len(items)))
+    mine: list[ItemOutcome] = []
+    with timer.phase("compute"):
+        for i in indices:
+            mine.append(run_item(fn, items[i], i, retries, engine.rank))
+            if progress is not None:
+                progress(len(mine), len(items))
+    with timer.phase("communicate"):
+        per_worker = engine.gather_objects(mine)
+    if per_worker is None:
+        return None
+    return sorted((o for part in per_worker for o in part), key=lambda o: o.index)
