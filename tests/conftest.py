@@ -1,49 +1,13 @@
-"""Shared test helpers: run the real `cloudhpc` command in a subprocess."""
+"""Fixtures shared by the tests; helper functions are in helpers.py."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
-
-
-def run_cli(*args: str, cwd=None, env=None, timeout: float = 240) -> subprocess.CompletedProcess:
-    """`cloudhpc ARGS` with this venv's Python; never raises for a non-zero exit."""
-    full_env = dict(os.environ)
-    full_env.update(env or {})
-    full_env.setdefault("COLUMNS", "160")
-    return subprocess.run(
-        [sys.executable, "-m", "cloudhpc", *args],
-        cwd=cwd,
-        env=full_env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def run_json(*args: str, **kw) -> dict:
-    """Run with --json and return the printed record (fails the test on a non-zero exit)."""
-    r = run_cli(*args, "--json", **kw)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout)
-
-
-def assert_one_line_error(r: subprocess.CompletedProcess, *needles: str) -> None:
-    """Bad input: non-zero exit, exactly one line on stderr naming the problem, no traceback."""
-    assert r.returncode != 0, r.stdout
-    lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
-    assert len(lines) == 1, r.stderr
-    assert "Traceback" not in r.stderr
-    for n in needles:
-        assert n in lines[0], lines[0]
+sys.path.insert(0, str(Path(__file__).parent))  # so tests can `from helpers import ...`
 
 
 @pytest.fixture

@@ -37,6 +37,7 @@ class Job:
     params: dict[str, Any] = field(default_factory=dict)
     nprocs: int = 1
     layout: Layout = field(default_factory=Layout)
+    layout_given: bool = False  # --layout was given (else ranks fill the hosts' slots)
     env: str = "native"
     engine: str = "mpi"
     launcher: str = "local"

@@ -111,6 +111,7 @@ def job_from_args(
         params=params,
         nprocs=nprocs,
         layout=layout,
+        layout_given=args.layout is not None,
         env=args.env,
         engine=engine,
         launcher=launcher,

@@ -13,8 +13,8 @@ class HostsLauncher(Launcher):
 
     def slots(self, job: Job) -> int | None:
         hosts = self._hosts(job)
-        if job.layout.nodes > 1 or job.layout.procs_per_node > 1:
-            return len(hosts) * max(h.slots for h in hosts)
+        if job.layout_given:
+            return len(hosts) * min(h.slots for h in hosts)
         return sum(h.slots for h in hosts)
 
     def preflight(self, job: Job) -> None:
@@ -23,18 +23,17 @@ class HostsLauncher(Launcher):
     def _hosts(self, job: Job):
         if not job.hosts:
             raise CloudhpcError("the hosts launcher needs --hosts FILE")
-        nodes = job.layout.nodes
+        nodes = job.layout.nodes if job.layout_given else len(job.hosts)
         if nodes > len(job.hosts):
             raise CloudhpcError(
                 f"layout {job.layout} asks for {nodes} nodes but the hosts file lists "
                 f"{len(job.hosts)}"
             )
-        return job.hosts[:nodes] if nodes > 1 else job.hosts
+        return job.hosts[:nodes]
 
     def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
         hosts = self._hosts(job)
-        layout_given = job.layout.nodes > 1 or job.layout.procs_per_node > 1
-        if layout_given:
+        if job.layout_given:
             # t x m x n: exactly m ranks on each of the first n hosts.
             spec = ",".join(f"{h.name}:{job.layout.procs_per_node}" for h in hosts)
         else:

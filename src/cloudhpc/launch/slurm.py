@@ -12,13 +12,17 @@ class SlurmLauncher(Launcher):
     name = "slurm"
 
     def slots(self, job: Job) -> int | None:
+        # CPUs of the allocation: tasks x cpus per task (both as Slurm exports them).
         n = os.environ.get("SLURM_NTASKS") or os.environ.get("SLURM_NPROCS")
-        return int(n) if n and n.isdigit() else None
+        cpt = os.environ.get("SLURM_CPUS_PER_TASK", "1")
+        if not (n and n.isdigit()):
+            return None
+        return int(n) * (int(cpt) if cpt.isdigit() else 1)
 
     def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
         lay = job.layout
         argv = ["srun", "--mpi=pmi2", f"--ntasks={job.nprocs}"]
-        if lay.nodes > 1 or lay.procs_per_node > 1:
+        if job.layout_given:
             argv += [f"--nodes={lay.nodes}", f"--ntasks-per-node={lay.procs_per_node}"]
         argv.append(f"--cpus-per-task={lay.threads}")
         argv.append("--overcommit" if job.oversubscribe else "--cpu-bind=cores")
