@@ -26,4 +26,9 @@ def load(name: str) -> ModuleType:
     key = str(name).lower()
     if key not in KERNELS:
         raise CloudhpcError(f"unknown NPB kernel {name!r}; choose one of {', '.join(KERNELS)}")
-    return importlib.import_module(KERNELS[key])
+    try:
+        return importlib.import_module(KERNELS[key])
+    except ModuleNotFoundError as e:
+        if e.name != KERNELS[key]:
+            raise
+        raise CloudhpcError(f"NPB kernel {key} is not available in this installation") from None

@@ -1,0 +1,115 @@
+"""`cloudhpc npb`: the NAS Parallel Benchmark kernels (CG, MG, FT, IS, EP), verified, in Mop/s."""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+
+from ..errors import CloudhpcError
+from ..npb import KERNELS, load
+from ..npb.common import CLASS_NAMES
+from .common import add_launch_options, execute, job_from_args, record_footer
+from .parser import add_subparser
+from .ui import err, out, print_table
+
+CHOICES = (*KERNELS, "all")
+
+
+def add_parser(subparsers) -> None:
+    p = add_subparser(
+        subparsers,
+        "npb",
+        "NAS Parallel Benchmark kernels cg, mg, ft, is, ep (NPB 3.x, verified, Mop/s)",
+        "Run one NAS Parallel Benchmark kernel (or all five in turn) over MPI with the NPB 3.x "
+        "problem sizes, and check the result against the official verification values. "
+        "Exit status 1 when a verification fails.",
+    )
+    p.add_argument("kernel", metavar="KERNEL", help=f"one of: {', '.join(CHOICES)}")
+    p.add_argument(
+        "--class",
+        dest="cls",
+        default="S",
+        metavar="C",
+        help=f"problem class: {', '.join(CLASS_NAMES)} (default S)",
+    )
+    p.add_argument(
+        "--corrupt",
+        action="store_true",
+        help="test hook: perturb one computed value, so verification must report UNSUCCESSFUL",
+    )
+    add_launch_options(p, default_np=1)
+    p.set_defaults(handler=handle)
+
+
+def _validate(names: list[str], cls: str, nprocs: int) -> str:
+    """Unknown kernel/class or a disallowed process count: one line, before anything starts."""
+    from ..npb.app import check_procs
+    from ..npb.common import check_class
+
+    for name in names:
+        kernel = load(name)
+        cls = check_class(kernel.KERNEL, cls, kernel.CLASSES)
+        check_procs(kernel, nprocs)
+    return cls
+
+
+def handle(args: argparse.Namespace) -> int:
+    name = args.kernel.lower()
+    if name not in CHOICES:
+        raise CloudhpcError(
+            f"unknown NPB kernel {args.kernel!r}; choose one of {', '.join(CHOICES)}"
+        )
+    names = list(KERNELS) if name == "all" else [name]
+    probe = job_from_args(args, "npb", {})
+    cls = _validate(names, args.cls, probe.nprocs)
+
+    records = []
+    for kname in names:
+        params = {"kernel": kname, "class": cls, "corrupt": bool(args.corrupt)}
+        job = job_from_args(args, "npb", params)
+        run_args = args
+        if len(names) > 1 and args.json:
+            run_args = copy.copy(args)
+            run_args.json = False  # one JSON list at the end instead of five documents
+        record = execute(job, run_args, title=f"npb {kname} class {cls}")
+        if record is None:  # --dry-run
+            continue
+        records.append(record)
+        if not args.json:
+            out.print(record.get("report") or "", highlight=False, markup=False)
+            record_footer(record)
+            if len(names) > 1:
+                err.print("")
+
+    if records and len(names) > 1:
+        if args.json:
+            print(
+                json.dumps(
+                    [{k: v for k, v in r.items() if k != "_path"} for r in records],
+                    indent=1,
+                    default=str,
+                )
+            )
+        else:
+            print_table(
+                f"NPB class {cls} — {probe.nprocs} processes, env {args.env}",
+                [summary_row(r) for r in records],
+            )
+    return 0 if all(r.get("verified") for r in records) else 1
+
+
+def summary_row(record: dict) -> dict:
+    m = record.get("metrics", {})
+    x = record.get("extra", {})
+    return {
+        "kernel": str(x.get("kernel", "")).upper(),
+        "class": x.get("class"),
+        "size": x.get("size"),
+        "P": record.get("nprocs"),
+        "iterations": m.get("iterations"),
+        "time_s": m.get("time_s"),
+        "Mop/s total": m.get("mops_total"),
+        "Mop/s/process": m.get("mops_per_process"),
+        "verification": "SUCCESSFUL" if record.get("verified") else "UNSUCCESSFUL",
+    }

@@ -1,0 +1,205 @@
+"""NPB kernels EP, IS, CG: official verification for classes S and W at P = 1, 2, 4, the
+corrupt hook, the random generator against exact integer arithmetic, the CG process grid, and
+the bad-input errors. (MG and FT: tests/test_npb_mg_ft.py.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import assert_one_line_error, run_cli
+
+MPIEXEC = str(Path(sys.executable).parent / "mpiexec")
+
+
+def run_direct(kernel: str, cls: str, nprocs: int, *extra: str, env=None) -> dict:
+    """One kernel on `nprocs` ranks through `python -m cloudhpc.npb` (no launcher): the
+    result dict of rank 0."""
+    r = subprocess.run(
+        [MPIEXEC, "-n", str(nprocs), sys.executable, "-m", "cloudhpc.npb", kernel, cls, "--json",
+         *extra],
+        capture_output=True, text=True, timeout=240, env=env,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+# --- the random number generator, against exact integer arithmetic -------------------------
+
+MOD = 2**46
+A_INT = 5**13
+SEED_INT = 314159265
+
+
+def test_randlc_matches_exact_lcg():
+    from cloudhpc.npb.nprandom import SEED, A, randlc, vranlc
+
+    x, x_int = SEED, SEED_INT
+    for _ in range(1000):
+        value, x = randlc(x, A)
+        x_int = A_INT * x_int % MOD
+        assert x == float(x_int)
+        assert value == x_int / MOD
+    out = np.empty(500)
+    x_end = vranlc(500, SEED, A, out)
+    ints = [SEED_INT]
+    for _ in range(500):
+        ints.append(A_INT * ints[-1] % MOD)
+    assert np.array_equal(out, np.array(ints[1:], dtype=float) / MOD)
+    assert x_end == float(ints[-1])
+
+
+@pytest.mark.parametrize("k", [0, 1, 2, 3, 17, 1024, 2**40 + 12345])
+def test_skip_jumps_exactly(k):
+    from cloudhpc.npb.nprandom import SEED, A, power, skip
+
+    assert power(A, k) == float(pow(A_INT, k, MOD))
+    assert skip(SEED, A, k) == float(SEED_INT * pow(A_INT, k, MOD) % MOD)
+
+
+# --- the CG process grid ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("nprocs", [1, 2, 4, 8, 16, 32])
+@pytest.mark.parametrize("na", [1400, 7000, 1399])
+def test_cg_grid_partitions_and_transposes(nprocs, na):
+    """Blocks tile the matrix; the transpose exchange is a permutation that delivers to every
+    rank exactly the rows equal to its columns; reduction partners are mutual."""
+    from cloudhpc.npb.cg import Grid
+
+    grids = [Grid(na, nprocs, me) for me in range(nprocs)]
+    g0 = grids[0]
+    assert g0.nprows * g0.npcols == nprocs and g0.npcols in (g0.nprows, 2 * g0.nprows)
+    cover = np.zeros((na + 1, na + 1), bool) if na < 2000 else None
+    cols = set()
+    for g in grids:
+        assert g.nrows > 0 and g.ncols > 0
+        if cover is not None:
+            assert not cover[g.firstrow : g.lastrow + 1, g.firstcol : g.lastcol + 1].any()
+            cover[g.firstrow : g.lastrow + 1, g.firstcol : g.lastcol + 1] = True
+        cols.add((g.firstcol, g.lastcol))
+    if cover is not None:
+        assert cover[1:, 1:].all()
+    assert sorted(g.exch_proc for g in grids) == list(range(nprocs))
+    for g in grids:
+        partner = grids[g.exch_proc]
+        assert partner.exch_proc == g.me
+        # what g sends (its rows from send_start) is what the partner needs (its columns)
+        first = g.firstrow + g.send_start
+        assert (first, first + g.send_len - 1) == (partner.firstcol, partner.lastcol)
+        for i, p in enumerate(g.partners):
+            assert grids[p].partners[i] == g.me
+            assert p // g.npcols == g.me // g.npcols  # same process row
+
+
+# --- verification at P = 1, 2, 4 (oversubscribed) ----------------------------------------
+
+
+@pytest.mark.parametrize("kernel", ["ep", "is", "cg"])
+@pytest.mark.parametrize("nprocs", [1, 4])
+def test_class_s_verifies(kernel, nprocs):
+    res = run_direct(kernel, "S", nprocs)
+    assert res["verified"] is True
+    assert res["nprocs"] == nprocs and res["class"] == "S"
+    for v in res["verification"]:
+        assert v["ok"], v
+    assert res["mops_total"] > 0
+    assert res["mops_per_process"] == pytest.approx(res["mops_total"] / nprocs)
+
+
+def test_official_values_and_counts():
+    """The numbers themselves, not just the flag: EP's sums, CG's zeta, IS's 51 checks."""
+    ep = run_direct("ep", "S", 1)
+    sx, sy = ep["verification"]
+    assert sx["computed"] == pytest.approx(-3.247834652034740e3, rel=1e-8)
+    assert sy["computed"] == pytest.approx(-6.958407078382297e3, rel=1e-8)
+    assert ep["size"] == str(2**25)
+    cg = run_direct("cg", "S", 2)
+    assert cg["verification"][0]["computed"] == pytest.approx(8.5971775078648, rel=1e-10)
+    assert cg["iterations"] == 15 and cg["extra"]["grid"] == [1, 2]
+    is_ = run_direct("is", "S", 2)
+    checks = {v["name"]: v["computed"] for v in is_["verification"]}
+    assert checks == {"partial verifications": 50, "keys out of order": 0, "passed checks": 51}
+
+
+@pytest.mark.parametrize("kernel", ["ep", "is", "cg"])
+def test_class_w_verifies_on_two_ranks(kernel):
+    res = run_direct(kernel, "W", 2)
+    assert res["verified"] is True, res["verification"]
+
+
+# --- through the cloudhpc command: record fields, corrupt hook, errors ----------------------
+
+
+@pytest.mark.parametrize("kernel", ["ep", "is", "cg"])
+def test_cli_record_carries_verification(kernel, results):
+    r = run_cli("npb", kernel, "--class", "S", "-n", "2", "--results", str(results), "--json")
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["app"] == "npb" and rec["nprocs"] == 2
+    assert rec["verified"] is True
+    assert rec["metrics"]["mops_total"] > 0
+    assert rec["metrics"]["mops_per_process"] == pytest.approx(rec["metrics"]["mops_total"] / 2)
+    values = rec["extra"]["verification_values"]
+    assert values and all("computed" in v and "reference" in v for v in values.values())
+    assert "Verification    =               SUCCESSFUL" in rec["report"]
+    assert len(list(results.glob("*.json"))) == 1
+
+
+@pytest.mark.parametrize("kernel", ["ep", "is", "cg"])
+def test_corrupt_hook_is_unsuccessful(kernel, results):
+    r = run_cli("npb", kernel, "--class", "S", "-n", "2", "--corrupt", "--results", str(results))
+    assert r.returncode == 1, r.stderr
+    assert "Verification    =             UNSUCCESSFUL" in r.stdout
+    rec = json.loads(next(results.glob("*.json")).read_text())
+    assert rec["verified"] is False
+    assert any(not v["ok"] for v in rec["extra"]["verification"])
+
+
+def test_unknown_kernel(results):
+    r = run_cli("npb", "lu", "--class", "S", "--results", str(results))
+    assert_one_line_error(r, "unknown NPB kernel 'lu'", "cg")
+
+
+def test_unknown_class(results):
+    r = run_cli("npb", "cg", "--class", "Q", "--results", str(results))
+    assert_one_line_error(r, "unknown class 'Q'", "S, W, A, B")
+
+
+@pytest.mark.parametrize("kernel", ["cg", "is"])
+def test_process_count_not_a_power_of_two(kernel, results):
+    r = run_cli("npb", kernel, "--class", "S", "-n", "3", "--oversubscribe",
+                "--results", str(results))  # fmt: skip
+    assert_one_line_error(r, "3 processes not allowed", "power of two")
+    assert not results.exists() or not list(results.glob("*.json"))
+
+
+def test_class_too_large_for_memory(results):
+    """Checked in the ranks before the kernel allocates; the limit is injectable."""
+    r = run_cli("npb", "cg", "--class", "B", "-n", "2", "--results", str(results),
+                env={"CLOUDHPC_MEMORY_LIMIT": str(256 * 2**20)})  # fmt: skip
+    assert_one_line_error(r, "class B", "needs about", "GiB", "available")
+    assert not list(results.glob("*.json")) if results.exists() else True
+
+
+def test_direct_runner_rejects_bad_count():
+    r = subprocess.run(
+        [MPIEXEC, "-n", "3", sys.executable, "-m", "cloudhpc.npb", "is", "S"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 2
+    assert "3 processes not allowed" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_memory_estimates_fit_class_b_in_24_gib():
+    from cloudhpc.npb import load
+
+    for name in ("ep", "is", "cg"):
+        k = load(name)
+        for p in (1, 2):
+            assert 0 < k.memory_estimate("B", p) * p < 24 * 2**30
+        assert k.memory_estimate("A", 1) < k.memory_estimate("B", 1) or name == "ep"
