@@ -20,6 +20,9 @@ APPS: dict[str, str] = {
     "bench.coll": "cloudhpc.bench.coll:main",
     # NAS Parallel Benchmark kernels (issue 5)
     "npb": "cloudhpc.npb.app:main",
+    # data-analysis seed applications (issue 3): map-only and map-reduce
+    "files": "cloudhpc.apps.files:main",
+    "hep": "cloudhpc.apps.hep:main",
     # numeric seed applications (issue 3)
     "kmeans": "cloudhpc.apps.kmeans:main",
     "matmul": "cloudhpc.apps.matmul:main",

@@ -1,0 +1,107 @@
+"""Array input and output shared by the numeric apps (kmeans, matmul, wave).
+
+- `open_npy` validates a .npy file's header (no data read: memory-mapped), so every rank can read
+  just its own slice and every rank reaches the same verdict on bad input (no rank is left waiting
+  in a collective).
+- `generated_rows` makes a data set that is identical whatever the number of ranks: rows come in
+  fixed chunks, each from its own seeded stream, and a rank generates only the chunks it needs.
+- `save_npy_atomic` writes to a temporary name in the same directory and renames it, so a failed
+  run never leaves a half-written output.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import CloudhpcError
+
+CHUNK_VALUES = 1 << 16  # numbers per generated chunk: rows per chunk = CHUNK_VALUES // ncols
+
+
+def block_range(n: int, parts: int, index: int) -> tuple[int, int]:
+    """Rows [lo, hi) of block `index` when n rows are split into `parts` nearly equal blocks."""
+    return index * n // parts, (index + 1) * n // parts
+
+
+def open_npy(path: str, what: str) -> np.ndarray:
+    """Memory-map a float .npy file; one-line CloudhpcError if missing, unreadable or not float."""
+    p = Path(path)
+    if not p.is_file():
+        raise CloudhpcError(f"{what} file {path} does not exist")
+    try:
+        arr = np.load(p, mmap_mode="r", allow_pickle=False)
+    except Exception as exc:  # numpy raises ValueError, OSError, UnpicklingError... for non-.npy
+        reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CloudhpcError(f"cannot read {what} file {path} as .npy: {reason}") from None
+    if not isinstance(arr, np.ndarray):
+        raise CloudhpcError(f"{what} file {path} is not a single .npy array")
+    if arr.dtype not in (np.float64, np.float32):
+        raise CloudhpcError(
+            f"{what} file {path} has dtype {arr.dtype}; expected float64 (or float32)"
+        )
+    return arr
+
+
+def require_2d(arr: np.ndarray, what: str, path: str) -> None:
+    if arr.ndim != 2:
+        shape = "x".join(map(str, arr.shape)) or "scalar"
+        raise CloudhpcError(f"{what} file {path} has shape {shape}; expected a 2-D array")
+
+
+def check_output_path(path: str | None, what: str) -> None:
+    """Fail before any work if the output cannot be written where asked."""
+    if not path:
+        return
+    parent = Path(path).resolve().parent
+    if not parent.is_dir():
+        raise CloudhpcError(f"directory for {what} {path} does not exist")
+    if not os.access(parent, os.W_OK):
+        raise CloudhpcError(f"directory for {what} {path} is not writable")
+    if Path(path).is_dir():
+        raise CloudhpcError(f"{what} {path} is a directory")
+
+
+def save_npy_atomic(path: str, array: np.ndarray) -> str:
+    """Write `array` to `path` (exact name, no .npy appended) atomically; return the path."""
+    target = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, np.ascontiguousarray(array))
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return str(target)
+
+
+def generated_rows(
+    seed: int,
+    stream: int,
+    ncols: int,
+    lo: int,
+    hi: int,
+    make_chunk: Callable[[np.random.Generator, int, int], np.ndarray],
+) -> np.ndarray:
+    """Rows [lo, hi) of a generated (n, ncols) float64 array, independent of how it is split.
+
+    `make_chunk(rng, nrows, ncols)` builds chunk c (rows c*chunk_rows...) from the generator
+    seeded with (seed, stream, c); a chunk is generated whole and sliced, so any split of the
+    rows sees the same numbers.
+    """
+    out = np.empty((hi - lo, ncols))
+    if hi <= lo:
+        return out
+    chunk_rows = max(1, CHUNK_VALUES // ncols)
+    for c in range(lo // chunk_rows, (hi - 1) // chunk_rows + 1):
+        c_lo = c * chunk_rows
+        rng = np.random.default_rng([seed, stream, c])
+        chunk = make_chunk(rng, chunk_rows, ncols)
+        a, b = max(lo, c_lo), min(hi, c_lo + chunk_rows)
+        out[a - lo : b - lo] = chunk[a - c_lo : b - c_lo]
+    return out

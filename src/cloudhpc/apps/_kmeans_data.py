@@ -1,0 +1,203 @@
+"""k-means inputs: points (file or generated), initial centers (file or k-means++), the reference.
+
+Generated points are Gaussian blobs, identical for any number of ranks (see _arrays.generated_rows).
+k-means++ runs distributed: every rank draws the same random numbers from the seed, the D^2 weights
+stay with the rank that owns the points, and only one point per center travels (a broadcast from
+its owner), so the centers are the same for any number of ranks and no rank holds all the points.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import CloudhpcError
+from ._arrays import block_range, generated_rows, open_npy, require_2d
+from ._kmeans_kernels import update_min_sqdist
+
+BLOBS = 16  # clusters in generated data (fixed, so the data do not depend on --k)
+BLOB_SPREAD = 1.0
+BLOB_BOX = 10.0
+
+STREAM_POINTS = 0
+STREAM_BLOB_CENTERS = 1
+STREAM_INIT = 2
+
+
+@dataclass
+class LocalPoints:
+    """This rank's rows [offset, offset + len(points)) of the n_total x d data set."""
+
+    points: np.ndarray
+    offset: int
+    n_total: int
+
+    @property
+    def d(self) -> int:
+        return self.points.shape[1]
+
+
+def blob_centers(seed: int, d: int) -> np.ndarray:
+    rng = np.random.default_rng([seed, STREAM_BLOB_CENTERS])
+    return rng.uniform(-BLOB_BOX, BLOB_BOX, size=(BLOBS, d))
+
+
+def generate_points(seed: int, n: int, d: int, lo: int, hi: int) -> np.ndarray:
+    """Rows [lo, hi) of the generated n x d data set."""
+    centers = blob_centers(seed, d)
+
+    def chunk(rng: np.random.Generator, rows: int, cols: int) -> np.ndarray:
+        labels = rng.integers(0, BLOBS, size=rows)
+        return centers[labels] + rng.normal(0.0, BLOB_SPREAD, size=(rows, cols))
+
+    return generated_rows(seed, STREAM_POINTS, d, lo, min(hi, n), chunk)
+
+
+def load_local_points(params: dict, rank: int, size: int) -> LocalPoints:
+    """This rank's block of the points, from --points FILE or --generate --n --d --seed."""
+    path = params.get("points")
+    if path:
+        arr = open_npy(path, "points")
+        require_2d(arr, "points", path)
+        n, d = arr.shape
+        if n == 0 or d == 0:
+            raise CloudhpcError(f"points file {path} is empty (shape {n}x{d})")
+        lo, hi = block_range(n, size, rank)
+        return LocalPoints(np.ascontiguousarray(arr[lo:hi], dtype=np.float64), lo, n)
+    n, d = int(params["n"]), int(params["d"])
+    lo, hi = block_range(n, size, rank)
+    return LocalPoints(generate_points(int(params.get("seed", 0)), n, d, lo, hi), lo, n)
+
+
+def load_all_points(params: dict) -> np.ndarray:
+    """The whole data set in one process (the reference's view)."""
+    if params.get("points"):
+        return np.asarray(np.load(params["points"]), dtype=np.float64)
+    n, d = int(params["n"]), int(params["d"])
+    return generate_points(int(params.get("seed", 0)), n, d, 0, n)
+
+
+def read_centers(path: str, k_expected: int | None, d: int, n_total: int) -> np.ndarray:
+    arr = open_npy(path, "centers")
+    require_2d(arr, "centers", path)
+    k, dc = arr.shape
+    if k == 0:
+        raise CloudhpcError(f"centers file {path} is empty")
+    if dc != d:
+        raise CloudhpcError(f"centers file {path} has {dc} columns but the points have {d}")
+    if k_expected and k != k_expected:
+        raise CloudhpcError(f"centers file {path} has {k} centers but --k is {k_expected}")
+    if k > n_total:
+        raise CloudhpcError(f"k = {k} centers is more than the {n_total} points")
+    return np.array(arr, dtype=np.float64)
+
+
+def initial_centers(comm, local: LocalPoints, params: dict) -> np.ndarray:
+    """--centers-in FILE (same on every rank) or k-means++ from --k and --seed."""
+    k = params.get("k")
+    if params.get("centers_in"):
+        return read_centers(params["centers_in"], k, local.d, local.n_total)
+    k = int(k)
+    if k > local.n_total:
+        raise CloudhpcError(f"--k {k} is more than the {local.n_total} points")
+    return kmeanspp_distributed(local, k, int(params.get("seed", 0)), comm)
+
+
+def kmeanspp_distributed(local: LocalPoints, k: int, seed: int, comm) -> np.ndarray:
+    """k-means++ (Arthur & Vassilvitskii 2007) over points spread across the ranks of `comm`.
+
+    The j-th center is the point at the global position where a uniform draw falls in the
+    cumulative D^2 weights (in global row order); the same draws on every rank pick the same
+    points whatever the split.
+    """
+    from mpi4py import MPI
+
+    size = comm.Get_size()
+    n_total, d = local.n_total, local.d
+    starts = np.array([block_range(n_total, size, r)[0] for r in range(size)])
+    rng = np.random.default_rng([seed, STREAM_INIT])
+    centers = np.empty((k, d))
+    d2 = np.full(len(local.points), np.inf)
+    weight_sums = np.empty(size)
+
+    def fetch(global_index: int) -> np.ndarray:
+        owner = int(np.searchsorted(starts, global_index, side="right") - 1)
+        row = np.empty(d)
+        if comm.Get_rank() == owner:
+            row[:] = local.points[global_index - local.offset]
+        comm.Bcast(row, root=owner)
+        return row
+
+    centers[0] = fetch(int(rng.integers(n_total)))
+    for j in range(1, k):
+        update_min_sqdist(local.points, centers[j - 1], d2)
+        cumulative = np.cumsum(d2)
+        mine = np.array([cumulative[-1] if len(cumulative) else 0.0])
+        comm.Allgather([mine, MPI.DOUBLE], [weight_sums, MPI.DOUBLE])
+        total = weight_sums.sum()
+        draw = rng.random()
+        if not total > 0:  # every point coincides with a chosen center: any point will do
+            centers[j] = fetch(int(draw * n_total))
+            continue
+        target = draw * total
+        rank_edges = np.cumsum(weight_sums)
+        owner = min(int(np.searchsorted(rank_edges, target, side="right")), size - 1)
+        while weight_sums[owner] == 0:  # rounding pushed past the last rank with weight
+            owner -= 1
+        row = np.empty(d)
+        if comm.Get_rank() == owner:
+            within = target - (rank_edges[owner - 1] if owner else 0.0)
+            i = min(int(np.searchsorted(cumulative, within, side="right")), len(d2) - 1)
+            row[:] = local.points[i]
+        comm.Bcast(row, root=owner)
+        centers[j] = row
+    return centers
+
+
+def kmeanspp_reference(points: np.ndarray, k: int, seed: int) -> np.ndarray:
+    """The same draws as kmeanspp_distributed, in one process with plain NumPy (for tests)."""
+    rng = np.random.default_rng([seed, STREAM_INIT])
+    n = len(points)
+    centers = [points[int(rng.integers(n))]]
+    d2 = np.full(n, np.inf)
+    for _ in range(1, k):
+        d2 = np.minimum(d2, ((points - centers[-1]) ** 2).sum(axis=1))
+        cumulative = np.cumsum(d2)
+        draw = rng.random()
+        if not cumulative[-1] > 0:
+            centers.append(points[int(draw * n)])
+            continue
+        i = min(int(np.searchsorted(cumulative, draw * cumulative[-1], side="right")), n - 1)
+        centers.append(points[i])
+    return np.array(centers)
+
+
+def lloyd_reference(
+    points: np.ndarray, centers: np.ndarray, iterations: int, tol: float
+) -> tuple[np.ndarray, int]:
+    """Serial Lloyd in plain NumPy, written independently of the numba kernel.
+
+    Returns (centers, iterations run). Same conventions as the apps: nearest center by squared
+    distance (ties to the lower index), an empty cluster keeps its center, stop early when tol > 0
+    and no center moved more than tol.
+    """
+    c = np.array(centers, dtype=np.float64)
+    k = len(c)
+    done = 0
+    for _ in range(iterations):
+        labels = np.empty(len(points), dtype=np.intp)
+        for lo in range(0, len(points), 65536):  # bounded temporaries
+            block = points[lo : lo + 65536]
+            labels[lo : lo + 65536] = ((block[:, None, :] - c[None, :, :]) ** 2).sum(-1).argmin(1)
+        counts = np.bincount(labels, minlength=k)
+        new = c.copy()
+        for t in range(points.shape[1]):
+            sums = np.bincount(labels, weights=points[:, t], minlength=k)
+            new[counts > 0, t] = sums[counts > 0] / counts[counts > 0]
+        shift = np.sqrt(((new - c) ** 2).sum(axis=1)).max()
+        c = new
+        done += 1
+        if tol > 0 and shift <= tol:
+            break
+    return c, done

@@ -1,0 +1,69 @@
+"""The two k-means models: iterative map-reduce (models/iterative.py) and hand-written MPI."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..engines import engine_for
+from ..models.iterative import iterative_map_reduce
+from ._kmeans_data import LocalPoints, load_local_points
+from ._kmeans_kernels import assign_partial_sums, center_shift, centers_from_sums
+
+
+def lloyd_spmd(
+    ctx, points: np.ndarray, centers: np.ndarray, iterations: int, tol: float
+) -> tuple[np.ndarray, int]:
+    """Hand-written MPI Lloyd: local kernel, one in-place Allreduce of (k, d+1) per iteration."""
+    from mpi4py import MPI
+
+    comm = ctx.comm
+    done = 0
+    for it in range(iterations):
+        with ctx.phase("compute"):
+            sums = assign_partial_sums(points, centers)
+        with ctx.phase("communicate"):
+            comm.Allreduce(MPI.IN_PLACE, sums, op=MPI.SUM)
+        with ctx.phase("compute"):
+            new = centers_from_sums(sums, centers)
+            shift = center_shift(new, centers)
+        centers = new
+        done = it + 1
+        ctx.progress(done, iterations, "kmeans")
+        # Allreduce hands every rank the same sums, so every rank takes the same decision.
+        if tol > 0 and shift <= tol:
+            break
+    return centers, done
+
+
+def lloyd_mapreduce(
+    ctx,
+    local: LocalPoints,
+    centers: np.ndarray,
+    iterations: int,
+    tol: float,
+    params: dict[str, Any],
+) -> tuple[np.ndarray, int]:
+    """Lloyd as iterative map-reduce: points static (cached), centers dynamic (broadcast)."""
+    engine = engine_for(ctx)
+    reread = bool(params.get("reread_static"))
+
+    def configure(part: int, nparts: int) -> np.ndarray:
+        if reread:  # the Hadoop way: the map task loads its split again every iteration
+            return load_local_points(params, part, nparts).points
+        return local.points  # loaded once (k-means++ needed it already) and kept
+
+    result = iterative_map_reduce(
+        engine,
+        configure=configure,
+        map_fn=assign_partial_sums,
+        combine=centers_from_sums,
+        initial=centers,
+        max_iterations=iterations,
+        converged=(lambda old, new, it: center_shift(new, old) <= tol) if tol > 0 else None,
+        reload_static=reread,
+        timer=ctx,
+        on_iteration=lambda it, dyn: ctx.progress(it, iterations, "kmeans"),
+    )
+    return result.dynamic, result.iterations

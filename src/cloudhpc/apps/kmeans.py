@@ -1,0 +1,159 @@
+"""kmeans: Lloyd's algorithm on N points in D dimensions (000 sections 12.4.3 and 12.6, Table 12.5).
+
+Two models of the same computation, chosen with --model:
+- `mapreduce`: iterative map-reduce (CGL-MapReduce, models/iterative.py): each map task keeps its
+  block of points in memory for the whole job (static data); each iteration the centers (dynamic
+  data) reach every map task, the map computes per-center partial sums and counts, the reduce sums
+  the (k, d+1) partials and the combine step turns them into the next centers.
+  `--reread-static` re-reads the points every iteration instead (the Hadoop way, for comparison).
+- `spmd`: the seeds' MPI baseline, by hand: the same kernel, one in-place Allreduce per iteration.
+The assignment kernel is numba (_kmeans_kernels.py); --check compares the final centers with a
+plain NumPy Lloyd (_kmeans_data.lloyd_reference) run in one process from the same initial centers.
+Heavy modules (numba) are imported inside main, so building the CLI stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import CloudhpcError
+from ._arrays import check_output_path
+
+HELP = "k-means clustering (Lloyd): iterative map-reduce or hand-written MPI"
+DESCRIPTION = (
+    "Lloyd's algorithm on N points in D dimensions. Points from --points FILE.npy or --generate "
+    "(Gaussian blobs); initial centers from --centers-in FILE.npy or k-means++ (--k, --seed)."
+)
+MODELS = ("mapreduce", "spmd")
+RTOL = 1e-9  # --check: max |c - c_ref| / max |c_ref|
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("kmeans")
+    g.add_argument("--model", choices=MODELS, default="mapreduce")
+    g.add_argument("--points", metavar="FILE.npy", help="N x D float array")
+    g.add_argument("--generate", action="store_true", help="generate Gaussian blobs instead")
+    g.add_argument("--n", type=int, default=100_000, metavar="N", help="points to generate")
+    g.add_argument("--d", type=int, default=2, metavar="D", help="dimensions to generate")
+    g.add_argument("--seed", type=int, default=0, help="seed of --generate and of k-means++")
+    g.add_argument("--centers-in", metavar="FILE.npy", help="K x D initial centers")
+    g.add_argument("--k", type=int, default=None, metavar="K", help="centers, k-means++ init")
+    g.add_argument("--iterations", type=int, default=20, metavar="N", help="at most N iterations")
+    g.add_argument(
+        "--tol",
+        type=float,
+        default=0.0,
+        metavar="T",
+        help="stop when no center moves more than T (0: run exactly --iterations)",
+    )
+    g.add_argument("--centers-out", metavar="FILE.npy", help="write the final centers")
+    g.add_argument(
+        "--reread-static",
+        action="store_true",
+        help="mapreduce: re-read the points every iteration (the Hadoop way), for comparison",
+    )
+
+
+def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    params = {
+        "model": args.model,
+        "points": args.points,
+        "generate": bool(args.generate),
+        "n": args.n,
+        "d": args.d,
+        "seed": args.seed,
+        "centers_in": args.centers_in,
+        "k": args.k,
+        "iterations": args.iterations,
+        "tol": args.tol,
+        "centers_out": args.centers_out,
+        "reread_static": bool(args.reread_static),
+    }
+    validate(params)
+    return params
+
+
+def validate(params: dict[str, Any]) -> None:
+    """What can be checked without reading data (again on every rank, for direct workers)."""
+    if params.get("model", "mapreduce") not in MODELS:
+        raise CloudhpcError(f"unknown kmeans model {params.get('model')!r}; known: spmd, mapreduce")
+    if params.get("points") and params.get("generate"):
+        raise CloudhpcError("give either --points or --generate, not both")
+    if not params.get("points") and not params.get("generate"):
+        raise CloudhpcError("kmeans needs --points FILE.npy or --generate --n N --d D")
+    if params.get("generate") and (int(params.get("n", 0)) < 1 or int(params.get("d", 0)) < 1):
+        raise CloudhpcError(
+            f"--generate needs --n >= 1 and --d >= 1 (got n={params.get('n')}, d={params.get('d')})"
+        )
+    if int(params.get("iterations", 20)) < 1:
+        raise CloudhpcError("--iterations must be at least 1")
+    if not float(params.get("tol", 0.0)) >= 0:
+        raise CloudhpcError("--tol must be >= 0")
+    if not params.get("centers_in") and not params.get("k"):
+        raise CloudhpcError("kmeans needs --k K (k-means++ init) or --centers-in FILE.npy")
+    if params.get("k") is not None and int(params["k"]) < 1:
+        raise CloudhpcError("--k must be at least 1")
+    if params.get("reread_static") and params.get("model", "mapreduce") != "mapreduce":
+        raise CloudhpcError("--reread-static applies to --model mapreduce only")
+    check_output_path(params.get("centers_out"), "--centers-out")
+
+
+def main(ctx) -> dict[str, Any]:
+    import numpy as np
+
+    from ._arrays import save_npy_atomic
+    from ._kmeans_data import initial_centers, lloyd_reference, load_all_points, load_local_points
+    from ._kmeans_kernels import warm_up
+    from ._kmeans_models import lloyd_mapreduce, lloyd_spmd
+
+    params = ctx.params
+    validate(params)
+    iterations = int(params.get("iterations", 20))
+    tol = float(params.get("tol", 0.0))
+    model = params.get("model", "mapreduce")
+
+    with ctx.phase("jit"):  # numba loads its cached machine code on a kernel's first call
+        warm_up()
+    with ctx.phase("load"):
+        local = load_local_points(params, ctx.rank, ctx.size)
+    with ctx.phase("init"):
+        centers0 = initial_centers(ctx.comm, local, params)
+
+    if model == "spmd":
+        centers, done = lloyd_spmd(ctx, local.points, centers0, iterations, tol)
+    else:
+        centers, done = lloyd_mapreduce(ctx, local, centers0, iterations, tol, params)
+
+    outputs = []
+    if ctx.is_root and params.get("centers_out"):
+        with ctx.phase("write"):
+            outputs.append(save_npy_atomic(params["centers_out"], centers))
+
+    verified, max_rel_err = None, None
+    if ctx.is_root and params.get("check"):
+        with ctx.phase("check"):
+            ref, ref_done = lloyd_reference(load_all_points(params), centers0, iterations, tol)
+            max_rel_err = float(np.abs(centers - ref).max() / max(np.abs(ref).max(), 1e-300))
+            verified = bool(ref_done == done and max_rel_err <= RTOL)
+
+    k, d = centers.shape
+    metrics = {
+        "n": local.n_total,
+        "d": d,
+        "k": k,
+        "iterations": done,
+        "grain_size": local.n_total / ctx.size,
+    }
+    if max_rel_err is not None:
+        metrics["max_rel_err"] = max_rel_err
+    check = "" if verified is None else f", check {'passed' if verified else 'FAILED'}"
+    return {
+        "metrics": metrics,
+        "model": model,
+        "reread_static": bool(params.get("reread_static")),
+        "verified": verified,
+        "outputs": outputs,
+        "report": f"kmeans ({model}): {local.n_total} points x {d} dims, k={k}, "
+        f"{done} iterations{check}",
+    }

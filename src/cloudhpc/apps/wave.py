@@ -1,0 +1,89 @@
+"""wave: the concurrent wave equation of Table 12.5 (000 section 12.6).
+
+A string of `points` points x_i = i / (points - 1) is split into contiguous blocks, one per rank
+(sizes may differ by one). Each of `steps` steps every rank swaps one boundary value with each
+neighbour (two MPI Sendrecv of one double) and updates its points with
+
+    u_new = 2 u - u_old + tau (u_left - 2 u + u_right),   tau = (c dt / dx)^2,
+
+c = 1, dt = 0.3, dx = 1, from u = sin(2 pi x) at t = 0 and t = -dt; the two ends stay at 0.
+Communication per step is O(1) while computation is O(points / P): the C/C ratio is O(1/n).
+The solver is in _wave_solver.py (numba kernel, imported only when the app runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..errors import CloudhpcError
+from ._arrays import check_output_path
+
+HELP = "concurrent wave equation: a string split across ranks, halo exchange with Sendrecv"
+RTOL = 1e-12  # --check: max |u - u_ref| <= RTOL * max(1, max |u_ref|)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("wave")
+    g.add_argument(
+        "--points", type=int, default=1_000_000, metavar="N", help="points on the string"
+    )
+    g.add_argument("--steps", type=int, default=1000, metavar="S", help="time steps")
+    g.add_argument("--out", metavar="FILE.npy", help="write the final amplitudes")
+
+
+def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    params = {"points": args.points, "steps": args.steps, "out": args.out}
+    validate(params, nprocs=1)
+    return params
+
+
+def validate(params: dict[str, Any], nprocs: int) -> None:
+    points, steps = int(params.get("points", 0)), int(params.get("steps", 0))
+    if points < 3:
+        raise CloudhpcError(f"--points must be at least 3 (got {points})")
+    if points < nprocs:
+        raise CloudhpcError(f"--points {points} is fewer than the {nprocs} ranks")
+    if steps < 0:
+        raise CloudhpcError(f"--steps must be >= 0 (got {steps})")
+    check_output_path(params.get("out"), "--out")
+
+
+def main(ctx) -> dict[str, Any]:
+    import numpy as np
+
+    from ._arrays import save_npy_atomic
+    from ._wave_solver import gather_blocks, solve_reference, solve_spmd, warm_up
+
+    params = ctx.params
+    validate(params, ctx.size)
+    points, steps = int(params["points"]), int(params.get("steps", 0))
+
+    with ctx.phase("jit"):
+        warm_up()
+    local = solve_spmd(ctx, points, steps)
+    with ctx.phase("communicate"):
+        u = gather_blocks(ctx, local, points)
+
+    outputs = []
+    if ctx.is_root and params.get("out"):
+        with ctx.phase("write"):
+            outputs.append(save_npy_atomic(params["out"], u))
+
+    verified, max_abs_err = None, None
+    if ctx.is_root and params.get("check"):
+        with ctx.phase("check"):
+            ref = solve_reference(points, steps)
+            max_abs_err = float(np.abs(u - ref).max())
+            verified = bool(max_abs_err <= RTOL * max(1.0, float(np.abs(ref).max())))
+
+    metrics = {"points": points, "steps": steps, "grain_size": points / ctx.size}
+    if max_abs_err is not None:
+        metrics["max_abs_err"] = max_abs_err
+    check = "" if verified is None else f", check {'passed' if verified else 'FAILED'}"
+    return {
+        "metrics": metrics,
+        "verified": verified,
+        "outputs": outputs,
+        "report": f"wave: {points} points, {steps} steps{check}",
+    }
