@@ -1,0 +1,228 @@
+"""`cloudhpc profile`: TAU / mpiP-style profiles of every MPI call of an unmodified program.
+
+cloudhpc profile [launch options] [--trace] -- PROGRAM [ARGS]
+cloudhpc profile [launch options] --app APP [KEY=VALUE ...]
+cloudhpc profile show PROFILE [--rank R]
+cloudhpc profile compare A B
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from ..errors import CloudhpcError, RunFailed
+from ..launch.runner import raise_for_failure
+from ..profile import load_profile, report
+from ..profile.model import Profile
+from .common import add_launch_options, job_from_args, record_footer
+from .parser import Parser, add_subparser
+from .ui import ProgressMonitor, err, out, print_table
+
+EXAMPLES = """\
+examples:
+  cloudhpc profile -n 4 -- ./stencil 100          # a C/Fortran binary built with MPICH
+  cloudhpc profile -n 2 --env vm-net -- app.py    # an mpi4py program
+  cloudhpc profile -n 2 --app bench.pingpong sizes=0:1k iters=200
+  cloudhpc profile show cloudhpc-results/<id>.files --rank 1
+  cloudhpc profile compare native.files vmnet.files
+"""
+
+
+def add_parser(subparsers) -> None:
+    p = add_subparser(
+        subparsers,
+        "profile",
+        "profile every MPI call of a program (TAU pprof / mpiP style)",
+        "Profile every MPI call of an unmodified MPI program (C, Fortran-built-with-MPICH, or "
+        "mpi4py) through a PMPI library loaded with LD_PRELOAD. Also: `profile show PROFILE` "
+        "and `profile compare A B`.\n\n" + EXAMPLES,
+    )
+    p.add_argument("--app", metavar="APP", help="profile a cloudhpc app; KEY=VALUE params follow")
+    p.add_argument(
+        "--trace",
+        action="store_true",
+        help="also record every call and export a Chrome trace (trace.json)",
+    )
+    _report_options(p)
+    add_launch_options(p, default_np=2)
+    p.add_argument(
+        "target",
+        nargs=argparse.REMAINDER,
+        metavar="-- PROGRAM [ARGS]",
+        help="the program and its arguments (or `show PROFILE`, `compare A B`)",
+    )
+    p.set_defaults(handler=handle)
+
+
+def _report_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--rank", type=int, metavar="R", help="show rank R's table instead of the mean")
+    p.add_argument("--top", type=int, default=12, metavar="N", help="rows of the function table")
+
+
+def handle(args: argparse.Namespace) -> int:
+    target = list(args.target)
+    if target and target[0] == "--":
+        target = target[1:]
+    if args.app is None and target and target[0] in ("show", "compare"):
+        return _handle_stored(target, args)
+    return _handle_run(args, target)
+
+
+# ---- profiling a run ----------------------------------------------------------------------
+def _parse_params(items: list[str]) -> dict:
+    params = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CloudhpcError(f"app parameters are KEY=VALUE, got {item!r}")
+        try:
+            params[key] = json.loads(value)
+        except ValueError:
+            params[key] = value
+    return params
+
+
+def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
+    from ..profile.session import dry_run_plan, resolve_program, run_profiled
+
+    if args.top < 1:
+        raise CloudhpcError("--top must be at least 1")
+    if args.app:
+        from ..apps.registry import APPS
+
+        if args.app not in APPS:
+            raise CloudhpcError(f"unknown app {args.app!r}; known: {', '.join(sorted(APPS))}")
+        params = _parse_params(target)
+        job = job_from_args(args, args.app, params)
+        program = None
+        record_params = {"app": args.app, "params": params, "trace": args.trace}
+    else:
+        program = resolve_program(target)
+        job = job_from_args(args, "profile", {"program": program, "trace": args.trace})
+        record_params = None
+    if args.rank is not None and not 0 <= args.rank < job.nprocs:
+        raise CloudhpcError(f"--rank {args.rank} is out of range: the run has {job.nprocs} ranks")
+    if args.dry_run:
+        plan = dry_run_plan(job, program, args.trace)
+        if args.json:
+            print(json.dumps({"argv": plan.argv, "env": plan.env, "launcher": plan.launcher}))
+        else:
+            out.print(plan.render(), highlight=False, markup=False, soft_wrap=True)
+        return 0
+    monitor = ProgressMonitor(
+        f"profile {args.app or os.path.basename(program[0])}", quiet_stdout=args.json
+    )
+    try:
+        run = run_profiled(
+            job,
+            program,
+            trace=args.trace,
+            monitor=monitor,
+            record_params=record_params,
+            top=args.top,
+        )
+    finally:
+        monitor.close()
+    outcome = run.outcome
+    if run.profile is None:
+        if outcome.returncode == 0 and outcome.error is None:
+            err.print(
+                "no MPI calls: no rank called MPI_Init, so there is nothing to profile",
+                highlight=False,
+            )
+            return 0
+        raise_for_failure(outcome)
+        raise RunFailed(
+            f"the run failed (exit code {outcome.returncode}) before any rank wrote a profile"
+        )
+    record = run.record
+    failed = outcome.returncode != 0
+    if failed:
+        _show_stderr(outcome.stderr)
+    if args.json:
+        print(json.dumps({k: v for k, v in record.items() if k != "_path"}, indent=1, default=str))
+    else:
+        render(run.profile, rank=args.rank, top=args.top)
+        err.print(f"files: {os.path.relpath(run.files)}", highlight=False)
+        record_footer(record)
+    missing = run.profile.missing_ranks
+    if missing:
+        err.print(
+            f"[yellow]missing ranks {', '.join(map(str, missing))}: they wrote no profile "
+            "(ended before MPI_Finalize)[/]"
+        )
+    if failed:
+        raise RunFailed(
+            f"the program failed (exit code {outcome.returncode}); the profiles of "
+            f"{len(run.profile.ranks)} of {run.profile.nprocs} ranks were kept"
+        )
+    return 0
+
+
+def _show_stderr(text: str, lines: int = 8) -> None:
+    noise = ("=====", "BAD TERMINATION", "PID ", "RUNNING AT ", "EXIT CODE", "CLEANING UP")
+    keep = [ln for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(noise)]
+    for ln in keep[-lines:]:
+        err.print(ln, highlight=False, markup=False)
+
+
+# ---- terminal report -----------------------------------------------------------------------
+def render(profile: Profile, rank: int | None = None, top: int = 12) -> None:
+    who = f"rank {rank}" if rank is not None else f"mean over {len(profile.ranks)} ranks"
+    rows = report.pprof_rows(profile, rank)
+    print_table(f"FUNCTION SUMMARY ({who})", rows[: top + 1], report.PPROF_COLUMNS)
+    print_table("mpiP task summary", report.mpip_rows(profile))
+    msgs, nbytes = report.comm_matrix(profile)
+    if msgs.any() and profile.nprocs <= 16:
+        mrows = [
+            {"src\\dst": i, **{str(j): int(msgs[i, j]) for j in range(profile.nprocs)}}
+            for i in range(profile.nprocs)
+        ]
+        print_table("point-to-point messages (source row -> destination column)", mrows)
+    hist = report.size_histogram(profile)
+    if hist:
+        print_table("message sizes (calls per power-of-two bin)", hist)
+
+
+# ---- stored profiles -------------------------------------------------------------------------
+def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
+    verb = target[0]
+    p = Parser(prog=f"cloudhpc profile {verb}")
+    if verb == "show":
+        p.add_argument("profile", help="profile.json, a record's .files directory, or its record")
+        _report_options(p)
+    else:
+        p.add_argument("a", metavar="A", help="baseline profile (profile.json, .files, or record)")
+        p.add_argument("b", metavar="B", help="profile compared with A")
+        p.add_argument("--top", type=int, default=20, metavar="N", help="rows shown")
+        p.add_argument("--csv", metavar="FILE", help="also write the comparison table as CSV")
+    p.add_argument("--json", action="store_true", help="print the table as JSON")
+    args = p.parse_args(target[1:])
+    args.json = args.json or outer.json
+    if verb == "show":
+        prof = load_profile(args.profile)
+        if args.json:
+            print(json.dumps(prof.to_json(), indent=1))
+            return 0
+        render(prof, rank=args.rank, top=args.top)
+        if prof.missing_ranks:
+            err.print(
+                f"[yellow]missing ranks {', '.join(map(str, prof.missing_ranks))}: they "
+                "wrote no profile[/]"
+            )
+        return 0
+    a, b = load_profile(args.a), load_profile(args.b)
+    rows = report.compare_rows(a, b)
+    if args.csv:
+        report.write_csv(rows, args.csv)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print_table(
+        f"A = {args.a} ({a.nprocs} ranks), B = {args.b} ({b.nprocs} ranks): mean "
+        "exclusive time per rank, sorted by |B - A|",
+        rows[: args.top],
+    )
+    return 0

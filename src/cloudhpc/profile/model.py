@@ -1,0 +1,220 @@
+"""The profile of one run: per rank, per MPI function counts, times and bytes.
+
+Two on-disk forms: the per-rank files the C library writes (`rank-NNNNN.json`, format
+"cloudhpc-pmpi-rank") and the merged, documented `profile.json` (docs/profile-schema.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import CloudhpcError
+
+SCHEMA = "cloudhpc.profile"
+SCHEMA_VERSION = 1
+RANK_FORMAT = "cloudhpc-pmpi-rank"
+RANK_FORMAT_VERSION = 1
+RANK_FILE = re.compile(r"^rank-(\d{5,})\.json$")
+
+
+@dataclass
+class CallStats:
+    count: int
+    time_s: float
+    min_s: float
+    max_s: float
+    bytes_sent: int
+    bytes_recv: int
+    size_hist: dict[int, int] = field(default_factory=dict)  # bin lower bound (bytes) -> calls
+
+    @property
+    def mean_s(self) -> float:
+        return self.time_s / self.count if self.count else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "count": self.count,
+            "time_s": self.time_s,
+            "min_s": self.min_s,
+            "max_s": self.max_s,
+            "bytes_sent": self.bytes_sent,
+            "bytes_recv": self.bytes_recv,
+            "size_hist": {str(k): v for k, v in sorted(self.size_hist.items())},
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> CallStats:
+        return cls(
+            count=int(d["count"]),
+            time_s=float(d["time_s"]),
+            min_s=float(d.get("min_s", 0.0)),
+            max_s=float(d.get("max_s", 0.0)),
+            bytes_sent=int(d.get("bytes_sent", 0)),
+            bytes_recv=int(d.get("bytes_recv", 0)),
+            size_hist={int(k): int(v) for k, v in d.get("size_hist", {}).items()},
+        )
+
+
+@dataclass
+class RankProfile:
+    rank: int
+    total_s: float  # MPI_Init entry to MPI_Finalize exit
+    mpi_s: float  # sum of the time inside intercepted MPI calls
+    calls: dict[str, CallStats]
+    sent_msgs: list[int]  # point-to-point, indexed by destination MPI_COMM_WORLD rank
+    sent_bytes: list[int]
+    recv_msgs: list[int]  # indexed by source MPI_COMM_WORLD rank
+    recv_bytes: list[int]
+    host: str = ""
+    pid: int = 0
+    complete: bool = True  # False: written before MPI_Finalize finished (or at MPI_Abort)
+    aborted: bool = False
+    t_init: float = 0.0  # CLOCK_MONOTONIC seconds at MPI_Init (for aligning traces)
+    trace_events: int = 0
+    trace_dropped: int = 0
+    trace_names: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "host": self.host,
+            "pid": self.pid,
+            "complete": self.complete,
+            "aborted": self.aborted,
+            "total_s": self.total_s,
+            "mpi_s": self.mpi_s,
+            "calls": {k: v.to_json() for k, v in self.calls.items()},
+            "p2p": {
+                "sent_msgs": self.sent_msgs,
+                "sent_bytes": self.sent_bytes,
+                "recv_msgs": self.recv_msgs,
+                "recv_bytes": self.recv_bytes,
+            },
+            "trace": {"events": self.trace_events, "dropped": self.trace_dropped},
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> RankProfile:
+        p2p = d.get("p2p", {})
+        trace = d.get("trace", {})
+        return cls(
+            rank=int(d["rank"]),
+            total_s=float(d["total_s"]),
+            mpi_s=float(d["mpi_s"]),
+            calls={k: CallStats.from_json(v) for k, v in d.get("calls", {}).items()},
+            sent_msgs=list(p2p.get("sent_msgs", [])),
+            sent_bytes=list(p2p.get("sent_bytes", [])),
+            recv_msgs=list(p2p.get("recv_msgs", [])),
+            recv_bytes=list(p2p.get("recv_bytes", [])),
+            host=d.get("host", ""),
+            pid=int(d.get("pid", 0)),
+            complete=bool(d.get("complete", True)),
+            aborted=bool(d.get("aborted", False)),
+            t_init=float(d.get("t_init", 0.0)),
+            trace_events=int(trace.get("events", 0)),
+            trace_dropped=int(trace.get("dropped", 0)),
+            trace_names=list(trace.get("names", [])),
+        )
+
+
+@dataclass
+class Profile:
+    nprocs: int
+    ranks: list[RankProfile]  # sorted by rank; only the ranks that wrote a profile
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def missing_ranks(self) -> list[int]:
+        have = {r.rank for r in self.ranks}
+        return [r for r in range(self.nprocs) if r not in have]
+
+    def rank(self, r: int) -> RankProfile:
+        for rp in self.ranks:
+            if rp.rank == r:
+                return rp
+        if 0 <= r < self.nprocs:
+            raise CloudhpcError(f"rank {r} wrote no profile (missing ranks: {self.missing_ranks})")
+        raise CloudhpcError(f"--rank {r} is out of range: the run had {self.nprocs} ranks")
+
+    def function_names(self) -> list[str]:
+        return sorted({name for r in self.ranks for name in r.calls})
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "schema_version": SCHEMA_VERSION,
+            "nprocs": self.nprocs,
+            "missing_ranks": self.missing_ranks,
+            "meta": self.meta,
+            "ranks": [r.to_json() for r in self.ranks],
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any], where: str = "profile") -> Profile:
+        if d.get("schema") != SCHEMA:
+            raise CloudhpcError(f"{where} is not a cloudhpc profile (schema {d.get('schema')!r})")
+        version = d.get("schema_version")
+        if version != SCHEMA_VERSION:
+            raise CloudhpcError(
+                f"{where} has profile schema version {version}; this cloudhpc reads version "
+                f"{SCHEMA_VERSION}"
+            )
+        try:
+            ranks = sorted((RankProfile.from_json(r) for r in d["ranks"]), key=lambda r: r.rank)
+            return cls(nprocs=int(d["nprocs"]), ranks=ranks, meta=dict(d.get("meta", {})))
+        except (KeyError, TypeError, ValueError) as e:
+            raise CloudhpcError(f"{where} is malformed: {type(e).__name__}: {e}") from None
+
+
+def read_rank_dir(directory: str | os.PathLike, nprocs: int) -> Profile:
+    """Merge the rank files the library wrote; ranks with no file are reported as missing."""
+    ranks = []
+    for entry in sorted(Path(directory).iterdir()):
+        if not RANK_FILE.match(entry.name):
+            continue
+        try:
+            d = json.loads(entry.read_text())
+        except (OSError, ValueError) as e:
+            raise CloudhpcError(f"cannot read rank profile {entry}: {e}") from None
+        if d.get("format") != RANK_FORMAT or d.get("format_version") != RANK_FORMAT_VERSION:
+            raise CloudhpcError(
+                f"{entry} has rank format {d.get('format')!r} version {d.get('format_version')}; "
+                f"this cloudhpc reads {RANK_FORMAT!r} version {RANK_FORMAT_VERSION}"
+            )
+        ranks.append(RankProfile.from_json(d))
+        nprocs = max(nprocs, int(d.get("size", 0)))
+    ranks.sort(key=lambda r: r.rank)
+    return Profile(nprocs=nprocs, ranks=ranks)
+
+
+def load_profile(path: str | os.PathLike) -> Profile:
+    """A profile.json, a record's files directory, or a result record (its files beside it)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / "profile.json"
+    elif p.suffix == ".json" and not p.name.endswith("profile.json"):
+        sibling = p.with_name(p.stem + ".files") / "profile.json"
+        if sibling.exists():
+            p = sibling
+    try:
+        d = json.loads(p.read_text())
+    except FileNotFoundError:
+        raise CloudhpcError(f"no profile at {path}") from None
+    except (OSError, ValueError) as e:
+        raise CloudhpcError(f"cannot read profile {p}: {e}") from None
+    if not isinstance(d, dict):
+        raise CloudhpcError(f"{p} is not a cloudhpc profile")
+    return Profile.from_json(d, where=str(p))
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w") as fh:
+        json.dump(data, fh, indent=1)
+        fh.write("\n")
+    os.replace(tmp, path)

@@ -1,0 +1,189 @@
+"""Tables derived from a profile: TAU pprof-style function summary, mpiP-style task summary,
+the point-to-point communication matrix, the message-size histogram, and a comparison of two
+profiles (004, chapters 6 and 7)."""
+
+from __future__ import annotations
+
+import csv
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .model import Profile, RankProfile
+
+APP_ROW = ".cloudhpc application"
+PPROF_COLUMNS = [
+    "%Time",
+    "Exclusive msec",
+    "Inclusive total msec",
+    "#Call",
+    "Inclusive usec/call",
+    "Name",
+]
+
+
+def _rank_rows(rp: RankProfile) -> list[dict[str, Any]]:
+    """pprof rows of one rank, unsorted: the application row then one row per MPI function.
+    MPI calls do not nest, so a call's inclusive time equals its exclusive time."""
+    total = rp.total_s
+    rows = [
+        {
+            "name": APP_ROW,
+            "excl_s": max(total - rp.mpi_s, 0.0),
+            "incl_s": total,
+            "calls": 1.0,
+        }
+    ]
+    for name, c in rp.calls.items():
+        rows.append({"name": name, "excl_s": c.time_s, "incl_s": c.time_s, "calls": float(c.count)})
+    return rows
+
+
+def pprof_rows(profile: Profile, rank: int | None = None) -> list[dict[str, Any]]:
+    """TAU pprof columns for one rank, or for the mean over the ranks that wrote a profile
+    (pprof's "mean": sums divided by the number of ranks). Sorted by exclusive time."""
+    if rank is not None:
+        ranks = [profile.rank(rank)]
+    else:
+        ranks = profile.ranks
+    if not ranks:
+        return []
+    acc: dict[str, dict[str, float]] = {}
+    for rp in ranks:
+        for row in _rank_rows(rp):
+            a = acc.setdefault(row["name"], {"excl_s": 0.0, "incl_s": 0.0, "calls": 0.0})
+            for k in ("excl_s", "incl_s", "calls"):
+                a[k] += row[k]
+    n = len(ranks)
+    app_total = acc[APP_ROW]["incl_s"] / n
+    rows = []
+    for name, a in acc.items():
+        excl, incl, calls = a["excl_s"] / n, a["incl_s"] / n, a["calls"] / n
+        rows.append(
+            {
+                "%Time": round(100.0 * incl / app_total, 1) if app_total > 0 else 0.0,
+                "Exclusive msec": excl * 1e3,
+                "Inclusive total msec": incl * 1e3,
+                "#Call": calls if rank is None and calls != int(calls) else int(calls),
+                "Inclusive usec/call": incl * 1e6 / calls if calls else 0.0,
+                "Name": name,
+            }
+        )
+    rows.sort(key=lambda r: -r["Exclusive msec"])
+    return rows
+
+
+def mpip_rows(profile: Profile) -> list[dict[str, Any]]:
+    """mpiP's task summary: per rank the application time, the time in MPI and its share."""
+    rows = []
+    for rp in profile.ranks:
+        rows.append(
+            {
+                "Task": rp.rank,
+                "Host": rp.host,
+                "AppTime (s)": rp.total_s,
+                "MPITime (s)": rp.mpi_s,
+                "MPI%": 100.0 * rp.mpi_s / rp.total_s if rp.total_s > 0 else 0.0,
+            }
+        )
+    if rows:
+        app = sum(r["AppTime (s)"] for r in rows)
+        mpi = sum(r["MPITime (s)"] for r in rows)
+        rows.append(
+            {
+                "Task": "*",
+                "Host": "",
+                "AppTime (s)": app,
+                "MPITime (s)": mpi,
+                "MPI%": 100.0 * mpi / app if app > 0 else 0.0,
+            }
+        )
+    return rows
+
+
+def comm_matrix(profile: Profile) -> tuple[np.ndarray, np.ndarray]:
+    """(messages, bytes) from source rank (row) to destination rank (column), as counted by the
+    senders; a missing rank's row is zero."""
+    p = profile.nprocs
+    msgs = np.zeros((p, p), dtype=np.int64)
+    nbytes = np.zeros((p, p), dtype=np.int64)
+    for rp in profile.ranks:
+        k = min(p, len(rp.sent_msgs))
+        msgs[rp.rank, :k] = rp.sent_msgs[:k]
+        nbytes[rp.rank, :k] = rp.sent_bytes[:k]
+    return msgs, nbytes
+
+
+def size_histogram(profile: Profile) -> list[dict[str, Any]]:
+    """Calls per power-of-two message-size bin, summed over ranks and functions."""
+    bins: dict[int, int] = {}
+    for rp in profile.ranks:
+        for c in rp.calls.values():
+            for lo, n in c.size_hist.items():
+                bins[lo] = bins.get(lo, 0) + n
+    rows = []
+    for lo in sorted(bins):
+        hi = 0 if lo == 0 else 2 * lo - 1
+        rows.append({"bytes from": lo, "bytes to": hi, "calls": bins[lo]})
+    return rows
+
+
+def collective_rows(profile: Profile) -> list[dict[str, Any]]:
+    """Per rank and MPI function: calls and bytes (the collectives' share of the traffic)."""
+    rows = []
+    for rp in profile.ranks:
+        for name in sorted(rp.calls):
+            c = rp.calls[name]
+            if c.bytes_sent or c.bytes_recv:
+                rows.append(
+                    {
+                        "rank": rp.rank,
+                        "function": name,
+                        "calls": c.count,
+                        "bytes_sent": c.bytes_sent,
+                        "bytes_recv": c.bytes_recv,
+                    }
+                )
+    return rows
+
+
+def compare_rows(a: Profile, b: Profile) -> list[dict[str, Any]]:
+    """Mean exclusive time per function in A and B, B/A ratios, sorted by |B - A|."""
+    ra = {r["Name"]: r for r in pprof_rows(a)}
+    rb = {r["Name"]: r for r in pprof_rows(b)}
+    rows = []
+    for name in set(ra) | set(rb):
+        x, y = ra.get(name), rb.get(name)
+        ta = x["Exclusive msec"] if x else 0.0
+        tb = y["Exclusive msec"] if y else 0.0
+        ca = x["#Call"] if x else 0
+        cb = y["#Call"] if y else 0
+        rows.append(
+            {
+                "Name": name,
+                "A msec": ta,
+                "B msec": tb,
+                "B-A msec": tb - ta,
+                "B/A time": tb / ta if ta > 0 else None,
+                "A #Call": ca,
+                "B #Call": cb,
+                "B/A calls": cb / ca if ca else None,
+                "A usec/call": ta * 1e3 / ca if ca else None,
+                "B usec/call": tb * 1e3 / cb if cb else None,
+            }
+        )
+    rows.sort(key=lambda r: -abs(r["B-A msec"]))
+    return rows
+
+
+def write_csv(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    with open(tmp, "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()) if rows else PPROF_COLUMNS)
+        w.writeheader()
+        w.writerows(rows)
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,172 @@
+"""One profiled run: preload the library on every rank, collect the rank files, write the
+profile's files beside its result record.
+
+Ranks write into a hidden staging directory inside the results directory; the exports are
+written there too, and only when all are complete is it renamed to `<record id>.files/` and the
+record written. An interrupted or failed export leaves no half-filled files directory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import CloudhpcError
+from ..job import Job
+from ..launch.runner import Monitor, Outcome, launch_program, plan_job, run_plan
+from ..results.store import check_writable, files_dir, make_record, now_utc, write_record
+from . import plots, report
+from .build import library_path
+from .model import Profile, read_rank_dir, write_json_atomic
+from .trace import chrome_trace
+
+
+@dataclass
+class ProfiledRun:
+    outcome: Outcome
+    profile: Profile | None  # None: no rank reached MPI_Init (or every rank died before Finalize)
+    record: dict[str, Any] | None = None
+    files: Path | None = None
+
+
+def resolve_program(argv: list[str]) -> list[str]:
+    """Check the program exists and can run; a `.py` file runs under this Python (mpi4py)."""
+    if not argv:
+        raise CloudhpcError("no program to profile: give one after `--` or use --app APP")
+    prog = argv[0]
+    if prog.endswith(".py") and os.path.isfile(prog):
+        return [sys.executable, os.path.abspath(prog), *argv[1:]]
+    if os.sep in prog:
+        if not os.path.exists(prog):
+            raise CloudhpcError(f"program {prog} does not exist")
+        if os.path.isdir(prog) or not os.access(prog, os.X_OK):
+            raise CloudhpcError(f"program {prog} is not executable")
+        return [os.path.abspath(prog), *argv[1:]]
+    found = shutil.which(prog)
+    if found is None:
+        raise CloudhpcError(f"program {prog} not found on PATH")
+    return [found, *argv[1:]]
+
+
+def profiling_env(rank_dir: Path, trace: bool) -> dict[str, str]:
+    lib = str(library_path())
+    preload = os.environ.get("LD_PRELOAD")
+    return {
+        "LD_PRELOAD": f"{lib}:{preload}" if preload else lib,
+        "CLOUDHPC_PROFILE_DIR": str(rank_dir),
+        "CLOUDHPC_PROFILE_TRACE": "1" if trace else "0",
+    }
+
+
+def dry_run_plan(job: Job, program_argv: list[str] | None, trace: bool):
+    env = profiling_env(Path(job.results_dir) / "<record id>.files" / "ranks", trace)
+    return plan_job(job, program_argv, env, preflight=False)
+
+
+def run_profiled(
+    job: Job,
+    program_argv: list[str] | None,
+    *,
+    trace: bool = False,
+    monitor: Monitor | None = None,
+    record_app: str = "profile",
+    record_params: dict[str, Any] | None = None,
+    top: int = 8,
+) -> ProfiledRun:
+    """Run `program_argv` (or, when None, the worker running job.app) under the profiler."""
+    results = check_writable(job.results_dir)
+    staging = Path(tempfile.mkdtemp(dir=results, prefix=".profile-"))
+    try:
+        rank_dir = staging / "ranks"
+        rank_dir.mkdir()
+        env = profiling_env(rank_dir, trace)
+        started = now_utc()
+        if program_argv is None:
+            plan = plan_job(job, None, env)
+            outcome = run_plan(plan, monitor or Monitor(), job.timeout_s)
+            argv = plan.argv
+        else:
+            outcome = launch_program(job, program_argv, env, monitor)
+            argv = program_argv
+        profile = read_rank_dir(rank_dir, job.nprocs)
+        if not profile.ranks:
+            shutil.rmtree(staging, ignore_errors=True)
+            return ProfiledRun(outcome, None)
+        profile.meta = {
+            "program": argv if program_argv is not None else None,
+            "app": job.app if program_argv is None else None,
+            "env": job.env,
+            "launcher": job.launcher,
+            "returncode": outcome.returncode,
+            "started_at": started.isoformat(timespec="seconds"),
+        }
+        outputs = export(profile, staging, trace=trace, top=top)
+        record_job = dataclasses.replace(job, app=record_app, params=record_params or job.params)
+        record = make_record(
+            record_job,
+            record_body(profile, outputs, outcome, program_argv is None),
+            started=started,
+            launch={"argv": argv, "wall_s": round(outcome.wall_s, 3)},
+        )
+        if outcome.returncode != 0:
+            record["status"] = "failed"
+        final = files_dir(results, record["id"])
+        os.rename(staging, final)
+        record["outputs"] = [str(final / Path(p).relative_to(staging)) for p in outputs]
+        path = write_record(results, record)
+        record["_path"] = str(path)
+        return ProfiledRun(outcome, profile, record, final)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+
+
+def export(profile: Profile, directory: Path, *, trace: bool, top: int) -> list[Path]:
+    """profile.json, the tables as CSV, the pictures, and with `trace` the Chrome trace."""
+    outputs = []
+    pj = directory / "profile.json"
+    write_json_atomic(pj, profile.to_json())
+    outputs.append(pj)
+    rows = [{"Rank": "mean", **r} for r in report.pprof_rows(profile)]
+    for rp in profile.ranks:
+        rows += [{"Rank": rp.rank, **r} for r in report.pprof_rows(profile, rp.rank)]
+    outputs.append(report.write_csv(rows, directory / "pprof.csv"))
+    outputs.append(report.write_csv(report.mpip_rows(profile), directory / "tasks.csv"))
+    outputs += plots.time_distribution(profile, directory / "time_distribution", top=top)
+    outputs += plots.matrix_heatmap(profile, directory / "comm_matrix")
+    if trace:
+        tj = directory / "trace.json"
+        chrome_trace(profile, directory / "ranks", tj)
+        outputs.append(tj)
+    return outputs
+
+
+def record_body(
+    profile: Profile, outputs: list[Path], outcome: Outcome, is_app: bool
+) -> dict[str, Any]:
+    n = len(profile.ranks)
+    app = sum(r.total_s for r in profile.ranks) / n
+    mpi = sum(r.mpi_s for r in profile.ranks) / n
+    body: dict[str, Any] = {
+        "metrics": {
+            "ranks_profiled": n,
+            "ranks_missing": len(profile.missing_ranks),
+            "app_time_mean_s": app,
+            "mpi_time_mean_s": mpi,
+            "mpi_pct": 100.0 * mpi / app if app > 0 else 0.0,
+            "mpi_calls_total": sum(c.count for r in profile.ranks for c in r.calls.values()),
+        },
+        "rows": report.pprof_rows(profile),
+        "outputs": [str(p) for p in outputs],
+        "missing_ranks": profile.missing_ranks,
+        "returncode": outcome.returncode,
+    }
+    if is_app and outcome.result:
+        body["app_result"] = outcome.result.get("body", {}).get("metrics", {})
+    return body
