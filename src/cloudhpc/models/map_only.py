@@ -57,7 +57,8 @@ def run_item(
         try:
             out.value = fn(item)
         except Exception as exc:  # the item failed; the job goes on
-            out.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+            text = str(exc) if isinstance(exc, ItemError) else f"{type(exc).__name__}: {exc}"
+            out.error = (text.splitlines() or [type(exc).__name__])[0]
             out.detail = dict(getattr(exc, "detail", {}))
             continue
         out.ok, out.error, out.detail = True, None, {}
