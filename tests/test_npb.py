@@ -114,9 +114,10 @@ def test_class_s_verifies(kernel, nprocs):
 def test_official_values_and_counts():
     """The numbers themselves, not just the flag: EP's sums, CG's zeta, IS's 51 checks."""
     ep = run_direct("ep", "S", 1)
-    sx, sy = ep["verification"]
-    assert sx["computed"] == pytest.approx(-3.247834652034740e3, rel=1e-8)
-    assert sy["computed"] == pytest.approx(-6.958407078382297e3, rel=1e-8)
+    sx, sy, gc = ep["verification"]
+    assert sx["computed"] == pytest.approx(1.051299420395306e7, rel=1e-8)
+    assert sy["computed"] == pytest.approx(1.051517131857535e7, rel=1e-8)
+    assert gc["computed"] == 13176389
     assert ep["size"] == str(2**25)
     cg = run_direct("cg", "S", 2)
     assert cg["verification"][0]["computed"] == pytest.approx(8.5971775078648, rel=1e-10)
