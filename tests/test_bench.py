@@ -1,0 +1,101 @@
+"""Real 2-rank runs of every micro-benchmark, with checks on the numbers."""
+
+import time
+
+import numpy as np
+import pytest
+from helpers import run_json
+
+from cloudhpc.bench.coll import OPS
+from cloudhpc.bench.sizes import default_sizes, parse_sizes, repetitions
+
+SIZES = "0,8,1k,64k,1m"
+
+
+def memcpy_mbytes_per_sec() -> float:
+    """Best-of-five NumPy copy bandwidth of a 64 MiB buffer: no message can beat one copy."""
+    src = np.ones(64 * 1024 * 1024, dtype=np.uint8)
+    dst = np.empty_like(src)
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - t0)
+    return src.nbytes / best / 1e6
+
+
+@pytest.fixture(scope="module")
+def copy_bound() -> float:
+    return memcpy_mbytes_per_sec()
+
+
+def test_sizes_and_repetitions():
+    s = default_sizes()
+    assert s[:4] == [0, 1, 2, 4] and s[-1] == 4 * 1024 * 1024 and len(s) == 24
+    assert parse_sizes("0,8,1k,4m") == [0, 8, 1024, 4 * 1024 * 1024]
+    assert parse_sizes("0:16") == [0, 1, 2, 4, 8, 16]
+    assert repetitions(0) == 1000 and repetitions(8) == 1000
+    assert repetitions(4 * 1024 * 1024) < repetitions(64 * 1024) < repetitions(1024)
+    assert repetitions(1 << 22, iters=7) == 7
+
+
+def _p2p(kind, results):
+    rec = run_json("bench", kind, "-n", "2", "--sizes", SIZES, "--results", str(results))
+    rows = rec["rows"]
+    assert [r["bytes"] for r in rows] == [0, 8, 1024, 65536, 1048576]
+    assert set(rows[0]) == {"bytes", "repetitions", "t_usec", "mbytes_per_sec"}
+    assert rows[0]["repetitions"] >= rows[-1]["repetitions"]
+    assert rec["app"] == f"bench.{kind}" and rec["nprocs"] == 2
+    assert rec["mpi"]["library"].startswith("MPICH")
+    assert rec["timings"]["total_s"] > 0 and "communicate" in rec["timings"]["phases"]
+    return rows
+
+
+@pytest.mark.parametrize("kind", ["pingpong", "pingping", "bw", "bibw"])
+def test_point_to_point(kind, results, copy_bound):
+    rows = _p2p(kind, results)
+    assert all(r["t_usec"] > 0 for r in rows)
+    # a megabyte takes longer than an empty message
+    assert rows[-1]["t_usec"] > rows[0]["t_usec"]
+    assert rows[0]["mbytes_per_sec"] == 0
+    bound = copy_bound * (2 if kind == "bibw" else 1)
+    for r in rows[1:]:
+        assert 0 < r["mbytes_per_sec"] < bound, (r, bound)
+    # MB is 10^6 bytes: bandwidth = bytes / microsecond (x2 for bidirectional)
+    big = rows[-1]
+    factor = 2 if kind == "bibw" else 1
+    assert big["mbytes_per_sec"] == pytest.approx(factor * big["bytes"] / big["t_usec"], rel=1e-3)
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_collectives(op, results):
+    rec = run_json("bench", "coll", "--op", op, "-n", "2", "--sizes", "0,2,8,4k,256k",
+                   "--iters", "20", "--results", str(results))  # fmt: skip
+    rows = rec["rows"]
+    expected = {"barrier": [0]}.get(op, [0, 8, 4096, 262144] if op in
+                                     ("reduce", "allreduce", "reduce_scatter")
+                                     else [0, 2, 8, 4096, 262144])  # fmt: skip
+    assert [r["bytes"] for r in rows] == expected
+    for r in rows:
+        assert set(r) == {"bytes", "repetitions", "t_min_usec", "t_avg_usec", "t_max_usec"}
+        assert r["repetitions"] == 20
+        assert 0 < r["t_min_usec"] <= r["t_avg_usec"] <= r["t_max_usec"]
+    if op != "barrier":
+        assert rows[-1]["t_avg_usec"] > rows[0]["t_avg_usec"]
+
+
+def test_collective_on_three_ranks_oversubscribed(results):
+    rec = run_json("bench", "coll", "--op", "alltoallv", "-n", "3", "--oversubscribe",
+                   "--sizes", "8,1k", "--iters", "10", "--results", str(results))  # fmt: skip
+    assert rec["nprocs"] == 3 and len(rec["rows"]) == 2
+    for r in rec["rows"]:
+        assert r["t_min_usec"] <= r["t_avg_usec"] <= r["t_max_usec"]
+
+
+def test_vm_net_is_recorded_with_its_variables(results):
+    rec = run_json("bench", "pingpong", "-n", "2", "--env", "vm-net", "--sizes", "0,8",
+                   "--results", str(results))  # fmt: skip
+    assert rec["env"]["name"] == "vm-net"
+    assert rec["env"]["variables"]["FI_PROVIDER"] == "tcp"
+    assert rec["launch"]["env"]["MPIR_CVAR_NOLOCAL"] == "1"
+    assert any(a == "-genv" for a in rec["launch"]["argv"])
