@@ -86,7 +86,10 @@ def test_oversubscription_needs_the_flag():
 
 def test_local_refuses_several_nodes():
     with pytest.raises(CloudhpcError, match="local launcher has one"):
-        plan_job(_job(nprocs=2, layout=Layout(1, 1, 2), layout_given=True, oversubscribe=True), preflight=False)
+        plan_job(
+            _job(nprocs=2, layout=Layout(1, 1, 2), layout_given=True, oversubscribe=True),
+            preflight=False,
+        )
 
 
 def test_hosts_argv_uses_ssh_and_host_slots():
