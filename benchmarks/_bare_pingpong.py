@@ -15,7 +15,7 @@ reps, warm = 1000, 100
 out = {}
 for nbytes in map(int, sys.argv[1:]):
     buf = np.zeros(nbytes, dtype=np.uint8)
-    for n, timed in ((warm, False), (reps, True)):
+    for n, _timed in ((warm, False), (reps, True)):
         comm.Barrier()
         t0 = MPI.Wtime()
         for _ in range(n):

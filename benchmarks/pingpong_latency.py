@@ -24,17 +24,49 @@ SIZES = [0, 8]
 
 def bare(env_vars: dict[str, str]) -> dict[int, float]:
     env = {**os.environ, **env_vars}
-    r = subprocess.run([str(BIN / "mpiexec"), "-n", "2", sys.executable,
-                        str(HERE / "_bare_pingpong.py"), *map(str, SIZES)],
-                       env=env, capture_output=True, text=True, check=True)  # fmt: skip
+    r = subprocess.run(
+        [
+            str(BIN / "mpiexec"),
+            "-n",
+            "2",
+            sys.executable,
+            str(HERE / "_bare_pingpong.py"),
+            *map(str, SIZES),
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return {int(k): v for k, v in json.loads(r.stdout.strip().splitlines()[-1]).items()}
 
 
 def cloudhpc(env: str, results: str) -> dict[int, float]:
-    r = subprocess.run([sys.executable, "-m", "cloudhpc", "bench", "pingpong", "-n", "2",
-                        "--env", env, "--sizes", ",".join(map(str, SIZES)), "--iters", "1000",
-                        "--warmup", "100", "--results", results, "--json"],
-                       capture_output=True, text=True, check=True)  # fmt: skip
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cloudhpc",
+            "bench",
+            "pingpong",
+            "-n",
+            "2",
+            "--env",
+            env,
+            "--sizes",
+            ",".join(map(str, SIZES)),
+            "--iters",
+            "1000",
+            "--warmup",
+            "100",
+            "--results",
+            results,
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return {row["bytes"]: row["t_usec"] for row in json.loads(r.stdout)["rows"]}
 
 
@@ -55,21 +87,27 @@ def main() -> None:
     med = {k: {s: statistics.median(x[s] for x in v) for s in SIZES} for k, v in samples.items()}
     rows = []
     for s in SIZES:
-        rows.append({
-            "bytes": s,
-            "bare_mpi4py_usec": round(med["bare"][s], 3),
-            "cloudhpc_native_usec": round(med["native"][s], 3),
-            "cloudhpc_vs_bare": round(med["native"][s] / med["bare"][s], 3),
-            "vm_net_usec": round(med["vm-net"][s], 3),
-            "vm_net_vs_native": round(med["vm-net"][s] / med["native"][s], 3),
-        })  # fmt: skip
+        rows.append(
+            {
+                "bytes": s,
+                "bare_mpi4py_usec": round(med["bare"][s], 3),
+                "cloudhpc_native_usec": round(med["native"][s], 3),
+                "cloudhpc_vs_bare": round(med["native"][s] / med["bare"][s], 3),
+                "vm_net_usec": round(med["vm-net"][s], 3),
+                "vm_net_vs_native": round(med["vm-net"][s] / med["native"][s], 3),
+            }
+        )
     machine = f"{cpu_model()}, {os.cpu_count()} cores"
     out = {"machine": machine, "rounds": args.rounds, "rows": rows}
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "pingpong_latency.json").write_text(json.dumps(out, indent=1) + "\n")
     cols = list(rows[0])
-    md = [f"Machine: {machine}; medians of {args.rounds} interleaved rounds, 1000 reps each.", "",
-          "| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]  # fmt: skip
+    md = [
+        f"Machine: {machine}; medians of {args.rounds} interleaved rounds, 1000 reps each.",
+        "",
+        "| " + " | ".join(cols) + " |",
+        "|" + "---|" * len(cols),
+    ]
     md += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
     (HERE / "results" / "pingpong_latency.md").write_text("\n".join(md) + "\n")
     print("\n".join(md))

@@ -69,12 +69,27 @@ def test_point_to_point(kind, results, copy_bound):
 
 @pytest.mark.parametrize("op", OPS)
 def test_collectives(op, results):
-    rec = run_json("bench", "coll", "--op", op, "-n", "2", "--sizes", "0,2,8,4k,256k",
-                   "--iters", "20", "--results", str(results))  # fmt: skip
+    rec = run_json(
+        "bench",
+        "coll",
+        "--op",
+        op,
+        "-n",
+        "2",
+        "--sizes",
+        "0,2,8,4k,256k",
+        "--iters",
+        "20",
+        "--results",
+        str(results),
+    )
     rows = rec["rows"]
-    expected = {"barrier": [0]}.get(op, [0, 8, 4096, 262144] if op in
-                                     ("reduce", "allreduce", "reduce_scatter")
-                                     else [0, 2, 8, 4096, 262144])  # fmt: skip
+    expected = {"barrier": [0]}.get(
+        op,
+        [0, 8, 4096, 262144]
+        if op in ("reduce", "allreduce", "reduce_scatter")
+        else [0, 2, 8, 4096, 262144],
+    )
     assert [r["bytes"] for r in rows] == expected
     for r in rows:
         assert set(r) == {"bytes", "repetitions", "t_min_usec", "t_avg_usec", "t_max_usec"}
@@ -85,16 +100,39 @@ def test_collectives(op, results):
 
 
 def test_collective_on_three_ranks_oversubscribed(results):
-    rec = run_json("bench", "coll", "--op", "alltoallv", "-n", "3", "--oversubscribe",
-                   "--sizes", "8,1k", "--iters", "10", "--results", str(results))  # fmt: skip
+    rec = run_json(
+        "bench",
+        "coll",
+        "--op",
+        "alltoallv",
+        "-n",
+        "3",
+        "--oversubscribe",
+        "--sizes",
+        "8,1k",
+        "--iters",
+        "10",
+        "--results",
+        str(results),
+    )
     assert rec["nprocs"] == 3 and len(rec["rows"]) == 2
     for r in rec["rows"]:
         assert r["t_min_usec"] <= r["t_avg_usec"] <= r["t_max_usec"]
 
 
 def test_vm_net_is_recorded_with_its_variables(results):
-    rec = run_json("bench", "pingpong", "-n", "2", "--env", "vm-net", "--sizes", "0,8",
-                   "--results", str(results))  # fmt: skip
+    rec = run_json(
+        "bench",
+        "pingpong",
+        "-n",
+        "2",
+        "--env",
+        "vm-net",
+        "--sizes",
+        "0,8",
+        "--results",
+        str(results),
+    )
     assert rec["env"]["name"] == "vm-net"
     assert rec["env"]["variables"]["FI_PROVIDER"] == "tcp"
     assert rec["launch"]["env"]["MPIR_CVAR_NOLOCAL"] == "1"

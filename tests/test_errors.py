@@ -28,8 +28,9 @@ def test_unknown_environment(results):
 
 @pytest.mark.parametrize("n", ["0", "-3"])
 def test_p_below_one(n, results):
-    assert_one_line_error(run_cli("bench", "pingpong", "-n", n, "--results", str(results)),
-                          "-n must be at least 1")  # fmt: skip
+    assert_one_line_error(
+        run_cli("bench", "pingpong", "-n", n, "--results", str(results)), "-n must be at least 1"
+    )
 
 
 def test_too_many_ranks_without_oversubscribe(results):
@@ -72,8 +73,14 @@ def test_one_rank_pingpong_is_refused_by_the_rank(results):
 
 
 def _selftest(mode: str, nprocs: int = 2, timeout=None):
-    job = Job(app="selftest", params={"mode": mode}, nprocs=nprocs,
-              layout=Layout(1, nprocs, 1), oversubscribe=True, timeout_s=timeout)  # fmt: skip
+    job = Job(
+        app="selftest",
+        params={"mode": mode},
+        nprocs=nprocs,
+        layout=Layout(1, nprocs, 1),
+        oversubscribe=True,
+        timeout_s=timeout,
+    )
     return run_plan(plan_job(job, preflight=False), Monitor(), timeout)
 
 
@@ -90,8 +97,9 @@ def test_bad_input_on_one_rank_is_one_line():
     assert not isinstance(e.value, RunFailed)
 
 
-@pytest.mark.parametrize("mode, why", [("raise", "RuntimeError: selftest: crash on purpose"),
-                                       ("exit", "exit code")])  # fmt: skip
+@pytest.mark.parametrize(
+    "mode, why", [("raise", "RuntimeError: selftest: crash on purpose"), ("exit", "exit code")]
+)
 def test_crashing_rank_fails_the_run_promptly_with_its_stderr(mode, why, capsys):
     outcome = _selftest(mode)
     assert outcome.wall_s < 60  # the healthy rank, stuck in a barrier, was ended
@@ -116,8 +124,13 @@ def test_missing_program_for_launch(tmp_path):
 
 
 def test_help_everywhere():
-    for args in (["--help"], ["bench", "--help"], ["bench", "coll", "--help"],
-                 ["results", "--help"], ["demo", "--help"]):  # fmt: skip
+    for args in (
+        ["--help"],
+        ["bench", "--help"],
+        ["bench", "coll", "--help"],
+        ["results", "--help"],
+        ["demo", "--help"],
+    ):
         r = run_cli(*args)
         assert r.returncode == 0 and "usage:" in r.stdout, args
     r = run_cli("--version")

@@ -4,14 +4,13 @@ import os
 import sys
 
 import pytest
+from helpers import assert_one_line_error, run_cli
 
 from cloudhpc.errors import CloudhpcError
 from cloudhpc.job import Host, Job, Layout
 from cloudhpc.launch import LAUNCHERS, choose_launcher, get_launcher
 from cloudhpc.launch.layout import parse_layout
 from cloudhpc.launch.runner import plan_job
-
-from helpers import assert_one_line_error, run_cli
 
 CORES = os.cpu_count() or 1
 
@@ -94,20 +93,24 @@ def test_local_refuses_several_nodes():
 
 def test_hosts_argv_uses_ssh_and_host_slots():
     hosts = (Host("node1", 4), Host("node2", 4))
-    plan = plan_job(_job(launcher="hosts", hosts=hosts, nprocs=6, layout=Layout(1, 6, 1)),
-                    preflight=False)  # fmt: skip
+    plan = plan_job(
+        _job(launcher="hosts", hosts=hosts, nprocs=6, layout=Layout(1, 6, 1)), preflight=False
+    )
     argv = plan.argv
     assert argv[1:5] == ["-launcher", "ssh", "-hosts", "node1:4,node2:4"]
     assert argv[5:7] == ["-n", "6"]
     with pytest.raises(CloudhpcError, match="need 9 slots but hosts has 8"):
-        plan_job(_job(launcher="hosts", hosts=hosts, nprocs=9, layout=Layout(1, 9, 1)),
-                 preflight=False)  # fmt: skip
+        plan_job(
+            _job(launcher="hosts", hosts=hosts, nprocs=9, layout=Layout(1, 9, 1)), preflight=False
+        )
 
 
 def test_hosts_layout_places_m_per_node():
     hosts = (Host("a", 8), Host("b", 8), Host("c", 8))
-    plan = plan_job(_job(launcher="hosts", hosts=hosts, nprocs=4, layout=Layout(2, 2, 2), layout_given=True),
-                    preflight=False)  # fmt: skip
+    plan = plan_job(
+        _job(launcher="hosts", hosts=hosts, nprocs=4, layout=Layout(2, 2, 2), layout_given=True),
+        preflight=False,
+    )
     assert "a:2,b:2" in plan.argv
     assert plan.argv[plan.argv.index("-bind-to") + 1] == "core:2"
 
@@ -115,9 +118,10 @@ def test_hosts_layout_places_m_per_node():
 def test_slurm_argv(monkeypatch):
     monkeypatch.setenv("SLURM_NTASKS", "8")
     monkeypatch.setenv("SLURM_CPUS_PER_TASK", "2")
-    plan = plan_job(_job(launcher="slurm", nprocs=8, layout=Layout(2, 4, 2), env="vm-net",
-                             layout_given=True),
-                    preflight=False)  # fmt: skip
+    plan = plan_job(
+        _job(launcher="slurm", nprocs=8, layout=Layout(2, 4, 2), env="vm-net", layout_given=True),
+        preflight=False,
+    )
     a = plan.argv
     assert a[:3] == ["srun", "--mpi=pmi2", "--ntasks=8"]
     assert "--nodes=2" in a and "--ntasks-per-node=4" in a and "--cpus-per-task=2" in a
@@ -129,8 +133,9 @@ def test_slurm_argv(monkeypatch):
 
 
 def test_direct_is_one_process_without_mpiexec():
-    plan = plan_job(_job(launcher="direct", engine="serial", nprocs=1, layout=Layout(1, 1, 1)),
-                    preflight=False)  # fmt: skip
+    plan = plan_job(
+        _job(launcher="direct", engine="serial", nprocs=1, layout=Layout(1, 1, 1)), preflight=False
+    )
     assert plan.argv[0] == sys.executable and "mpiexec" not in " ".join(plan.argv[:3])
     with pytest.raises(CloudhpcError, match="runs one process"):
         plan_job(_job(launcher="direct", nprocs=2), preflight=False)
@@ -145,8 +150,17 @@ def test_parse_layout():
 
 
 def test_cli_dry_run_prints_argv_and_env_and_starts_nothing(tmp_path):
-    r = run_cli("bench", "pingpong", "-n", "2", "--env", "vm-net", "--dry-run",
-                "--results", str(tmp_path / "res"))  # fmt: skip
+    r = run_cli(
+        "bench",
+        "pingpong",
+        "-n",
+        "2",
+        "--env",
+        "vm-net",
+        "--dry-run",
+        "--results",
+        str(tmp_path / "res"),
+    )
     assert r.returncode == 0, r.stderr
     assert "export FI_PROVIDER=tcp" in r.stdout
     assert "mpiexec -n 2" in r.stdout and "cloudhpc.worker" in r.stdout

@@ -21,17 +21,41 @@ from cloudhpc.results.store import (
 )
 
 REQUIRED = {
-    "schema", "id", "app", "command_line", "cloudhpc_version", "started_at", "host", "mpi",
-    "launcher", "hosts", "layout", "nprocs", "env", "params", "timings", "metrics", "verified",
-}  # fmt: skip
+    "schema",
+    "id",
+    "app",
+    "command_line",
+    "cloudhpc_version",
+    "started_at",
+    "host",
+    "mpi",
+    "launcher",
+    "hosts",
+    "layout",
+    "nprocs",
+    "env",
+    "params",
+    "timings",
+    "metrics",
+    "verified",
+}
 
 
 def _rec(app="bench.pingpong", env="native", **body):
-    job = Job(app=app, params={"sizes": "0:8"}, nprocs=2, layout=Layout(1, 2, 1), env=env,
-              command_line="cloudhpc bench pingpong")  # fmt: skip
-    return make_record(job, {"metrics": {"x": 1.5}, "verified": True, **body},
-                       timings={"total_s": 1.0, "phases": {"compute": 0.5}},
-                       mpi={"library": "MPICH Version: 5"})  # fmt: skip
+    job = Job(
+        app=app,
+        params={"sizes": "0:8"},
+        nprocs=2,
+        layout=Layout(1, 2, 1),
+        env=env,
+        command_line="cloudhpc bench pingpong",
+    )
+    return make_record(
+        job,
+        {"metrics": {"x": 1.5}, "verified": True, **body},
+        timings={"total_s": 1.0, "phases": {"compute": 0.5}},
+        mpi={"library": "MPICH Version: 5"},
+    )
 
 
 def test_record_schema():
@@ -89,7 +113,7 @@ def test_list_filter_show_csv(tmp_path):
     assert [r["id"] for r in filter_records(recs, env="vm-net")] == [b["id"]]
     assert [r["id"] for r in filter_records(recs, app="bench")] == [b["id"], a["id"]]
     assert [r["id"] for r in filter_records(recs, app="bench.pingpong")] == [a["id"]]
-    since = dt.datetime(2021, 1, 1, tzinfo=dt.timezone.utc)
+    since = dt.datetime(2021, 1, 1, tzinfo=dt.UTC)
     assert [r["id"] for r in filter_records(recs, since=since)] == [a["id"]]
     assert load_record(tmp_path, a["id"][:-2])["id"] == a["id"]  # unique prefix
     with pytest.raises(CloudhpcError, match="no record"):

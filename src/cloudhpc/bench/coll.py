@@ -20,9 +20,20 @@ from .sizes import parse_sizes, repetitions, warmups
 
 REDUCTIONS = {"reduce", "allreduce", "reduce_scatter"}
 OPS = (
-    "barrier", "bcast", "reduce", "allreduce", "gather", "gatherv", "scatter", "scatterv",
-    "allgather", "allgatherv", "alltoall", "alltoallv", "reduce_scatter",
-)  # fmt: skip
+    "barrier",
+    "bcast",
+    "reduce",
+    "allreduce",
+    "gather",
+    "gatherv",
+    "scatter",
+    "scatterv",
+    "allgather",
+    "allgatherv",
+    "alltoall",
+    "alltoallv",
+    "reduce_scatter",
+)
 
 
 def _make_op(comm, op: str, nbytes: int) -> Callable[[int], None]:

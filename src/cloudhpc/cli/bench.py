@@ -36,7 +36,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="untimed warm-up repetitions per size (default: a tenth, at least 2)",
     )
-    add_launch_options(p, default_np=2)  # fmt: skip
+    add_launch_options(p, default_np=2)
 
 
 def add_parser(subparsers) -> None:
@@ -54,7 +54,7 @@ def add_parser(subparsers) -> None:
     c.add_argument(
         "--op", required=True, choices=OPS, metavar="OP", help=f"one of: {', '.join(OPS)}"
     )
-    _common(c)  # fmt: skip
+    _common(c)
     p.set_defaults(handler=handle)
 
 

@@ -72,7 +72,7 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int = 1) -> None:
         help="results directory (one JSON record per run)",
     )
     o.add_argument("--json", action="store_true", help="print the run's result record on stdout")
-    p.set_defaults(_default_np=default_np)  # fmt: skip
+    p.set_defaults(_default_np=default_np)
 
 
 def command_line() -> str:

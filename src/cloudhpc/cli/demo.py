@@ -28,13 +28,21 @@ def add_parser(subparsers) -> None:
     p.add_argument("--sizes", default="0:4m", help="message sizes (as for bench)")
     p.add_argument("--iters", type=int, default=None, help="repetitions per size")
     p.add_argument("--json", action="store_true", help="print the four records as a JSON list")
-    p.set_defaults(handler=handle)  # fmt: skip
+    p.set_defaults(handler=handle)
 
 
 def _job(app: str, env: str, params: dict, results: str) -> Job:
-    return Job(app=app, params=params, nprocs=2, layout=Layout(1, 2, 1), env=env,
-               launcher=choose_launcher(False, "mpi"), results_dir=results,
-               oversubscribe=(os.cpu_count() or 1) < 2, command_line=command_line())  # fmt: skip
+    return Job(
+        app=app,
+        params=params,
+        nprocs=2,
+        layout=Layout(1, 2, 1),
+        env=env,
+        launcher=choose_launcher(False, "mpi"),
+        results_dir=results,
+        oversubscribe=(os.cpu_count() or 1) < 2,
+        command_line=command_line(),
+    )
 
 
 def _side_by_side(records: dict[str, dict], column: str) -> list[dict]:
@@ -59,9 +67,10 @@ def handle(args: argparse.Namespace) -> int:
             _job("bench.pingpong", env, base, args.results), ns, f"pingpong {env}"
         )
         records["allreduce"][env] = execute(
-            _job("bench.coll", env, {**base, "op": "allreduce"}, args.results), ns,
+            _job("bench.coll", env, {**base, "op": "allreduce"}, args.results),
+            ns,
             f"allreduce {env}",
-        )  # fmt: skip
+        )
     if any(r is None for d in records.values() for r in d.values()):
         raise CloudhpcError("a demo run produced no record")
     if args.json:
@@ -73,8 +82,10 @@ def handle(args: argparse.Namespace) -> int:
         "pingpong latency (t_usec, half round trip), 2 ranks",
         _side_by_side(records["pingpong"], "t_usec"),
     )
-    print_table("allreduce (t_avg_usec, float32), 2 ranks",
-                _side_by_side(records["allreduce"], "t_avg_usec"))  # fmt: skip
+    print_table(
+        "allreduce (t_avg_usec, float32), 2 ranks",
+        _side_by_side(records["allreduce"], "t_avg_usec"),
+    )
     env_vars = records["pingpong"]["vm-net"]["env"]["variables"]
     err.print("vm-net is realised with " + " ".join(f"{k}={v}" for k, v in env_vars.items()))
     err.print(f"records: {os.path.abspath(args.results)}/ (cloudhpc results list)")

@@ -50,7 +50,10 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as e:  # a bug in cloudhpc itself: still one line unless asked for more
         if os.environ.get("CLOUDHPC_DEBUG"):
             raise
-        print(f"cloudhpc: internal error: {type(e).__name__}: {e} "
-              "(set CLOUDHPC_DEBUG=1 for the traceback)", file=sys.stderr)  # fmt: skip
+        print(
+            f"cloudhpc: internal error: {type(e).__name__}: {e} "
+            "(set CLOUDHPC_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
         code = 70
     sys.exit(code)

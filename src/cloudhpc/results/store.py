@@ -178,9 +178,21 @@ def filter_records(
 
 
 CSV_COLUMNS = [
-    "id", "started_at", "app", "env", "launcher", "nprocs", "layout", "engine",
-    "total_s", "verified", "host", "cpu_model", "mpi_library", "command_line",
-]  # fmt: skip
+    "id",
+    "started_at",
+    "app",
+    "env",
+    "launcher",
+    "nprocs",
+    "layout",
+    "engine",
+    "total_s",
+    "verified",
+    "host",
+    "cpu_model",
+    "mpi_library",
+    "command_line",
+]
 
 
 def flat_row(r: dict[str, Any]) -> dict[str, Any]:
