@@ -3,6 +3,7 @@
 #include <mpi.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 int main(int argc, char **argv) {
     int r, P;
@@ -94,7 +95,10 @@ int main(int argc, char **argv) {
     MPI_Comm_free(&dup);
     MPI_Comm_free(&half);
     free(counts); free(displs); free(rcounts); free(rdispls); free(big); free(big2);
-    if (argc > 1 && strcmp(argv[1], "crash") == 0 && r == P - 1) abort();
+    if (argc > 1 && strcmp(argv[1], "crash") == 0 && r == P - 1) {
+        sleep(1); /* let the other ranks reach MPI_Finalize first */
+        abort();
+    }
     MPI_Finalize();
     return 0;
 }
