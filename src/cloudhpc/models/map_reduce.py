@@ -29,6 +29,7 @@ Example (word count; the same code on `serial` and on every MPI rank)::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,6 +68,7 @@ def map_reduce(
     schedule: str = "static",
     gather: bool = True,
     timer: PhaseTimer | None = None,
+    map_phase: str | None = "compute",
     stats: ShuffleStats | None = None,
 ) -> KeyValues | None:
     """Run map over `items` (each worker passes the same sequence), shuffle, reduce.
@@ -75,6 +77,8 @@ def map_reduce(
     worker's own partition. `schedule`: "static" (contiguous blocks of items, deterministic
     float sums) or "dynamic" (items on request, for inputs of unequal cost).
     `memory_budget`: bytes of intermediate pairs a worker keeps in memory before spilling.
+    `map_phase`: the timer phase the map loop counts as; None when the mapper times its own
+    parts (e.g. "load" for reading and "compute" for the rest).
     """
     timer = timer_or_null(timer)
     stats = stats if stats is not None else ShuffleStats()
@@ -89,7 +93,7 @@ def map_reduce(
         raise ValueError(f"unknown schedule {schedule!r}; use 'dynamic' or 'static'")
 
     with SpillBuffer(memory_budget, combiner, spill_dir) as buffer:
-        with timer.phase("compute"):
+        with timer.phase(map_phase) if map_phase else nullcontext():
             for i in indices:
                 kv = as_kv(*mapper(items[i]))
                 stats.pairs_emitted += len(kv)

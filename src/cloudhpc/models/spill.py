@@ -20,6 +20,23 @@ import numpy as np
 from .kv import KeyValues, Reducer, concat, fold, fold_sorted, sort_by_key
 
 
+_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
+
+
+def parse_bytes(text: str) -> int:
+    """'65536', '64k', '512M', '2g' (powers of 1024; a trailing 'b'/'ib' is allowed) -> bytes."""
+    s = text.strip().lower().removesuffix("b").removesuffix("i")
+    unit = s[-1:] if s[-1:] in _UNITS and s[-1:] != "" else ""
+    number = s[: len(s) - len(unit)] if unit else s
+    try:
+        value = float(number) * _UNITS[unit]
+    except ValueError:
+        raise ValueError(f"not a size in bytes: {text!r} (e.g. 65536, 64k, 512M, 2G)") from None
+    if value < 1:
+        raise ValueError(f"a memory budget must be at least 1 byte, got {text!r}")
+    return int(value)
+
+
 class SpillBuffer:
     def __init__(
         self,
