@@ -19,7 +19,6 @@ import numpy as np
 
 from .kv import KeyValues, Reducer, concat, fold, fold_sorted, sort_by_key
 
-
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
 
 
