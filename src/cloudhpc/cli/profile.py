@@ -12,6 +12,8 @@ import argparse
 import json
 import os
 
+from rich.table import Table
+
 from ..errors import CloudhpcError, RunFailed
 from ..launch.runner import raise_for_failure
 from ..profile import load_profile, report
@@ -172,7 +174,7 @@ def _show_stderr(text: str, lines: int = 8) -> None:
 def render(profile: Profile, rank: int | None = None, top: int = 12) -> None:
     who = f"rank {rank}" if rank is not None else f"mean over {len(profile.ranks)} ranks"
     rows = report.pprof_rows(profile, rank)
-    print_table(f"FUNCTION SUMMARY ({who})", rows[: top + 1], report.PPROF_COLUMNS)
+    out.print(pprof_table(f"FUNCTION SUMMARY ({who})", rows[: top + 1]))
     print_table("mpiP task summary", report.mpip_rows(profile))
     msgs, nbytes = report.comm_matrix(profile)
     if msgs.any() and profile.nprocs <= 16:
@@ -184,6 +186,30 @@ def render(profile: Profile, rank: int | None = None, top: int = 12) -> None:
     hist = report.size_histogram(profile)
     if hist:
         print_table("message sizes (calls per power-of-two bin)", hist)
+
+
+def _sig(v: float) -> str:
+    """pprof's number style: whole numbers from 100 up, three significant digits below."""
+    if v == 0:
+        return "0"
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+
+def pprof_table(title: str, rows: list[dict]) -> Table:
+    t = Table(title=title, title_justify="left")
+    for c in report.PPROF_COLUMNS:
+        t.add_column(c, justify="left" if c == "Name" else "right", no_wrap=c == "Name")
+    for r in rows:
+        calls = r["#Call"]
+        t.add_row(
+            f"{r['%Time']:.1f}",
+            _sig(r["Exclusive msec"]),
+            _sig(r["Inclusive total msec"]),
+            str(calls) if isinstance(calls, int) else f"{calls:.2f}",
+            _sig(r["Inclusive usec/call"]),
+            r["Name"],
+        )
+    return t
 
 
 # ---- stored profiles -------------------------------------------------------------------------
