@@ -13,6 +13,7 @@ the reference's: one residual and norm, `nit` x (V-cycle + residual), the final 
 
 from __future__ import annotations
 
+import resource
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,9 @@ from .nprandom import SEED, A, power, skip
 
 KERNEL = "mg"
 PROCS_RULE = "a power of two number of processes"
+#: compiled kernels, MPI and NumPy scratch beyond the arrays counted here (measured peak RSS
+#: is about 250 MiB above the arrays on this machine)
+KERNEL_WORKSPACE = 64 * 2**20
 EPSILON = 1e-8
 
 #: class -> (points per side, iterations, reference L2 norm of the residual)
@@ -71,7 +75,8 @@ def memory_estimate(cls: str, nprocs: int) -> int:
         k -= 1
     finest = int(np.prod([n // p + 2 for p in pgrid]))
     total += finest  # v
-    return RANK_OVERHEAD + 8 * total + 8 * 8 * max(n // p + 2 for p in pgrid) ** 2
+    faces = 8 * 8 * max(n // p + 2 for p in pgrid) ** 2  # halo buffers, 4 per axis in use
+    return RANK_OVERHEAD + KERNEL_WORKSPACE + 8 * total + faces
 
 
 class Multigrid:
@@ -249,5 +254,18 @@ def run(comm: Any, cls: str, *, corrupt: bool = False, progress: Progress = None
         nprocs=nprocs,
         verification=verification,
         optype="floating point",
-        extra={"process_grid": list(process_grid(nprocs)), "max_norm": rnmu},
+        extra={
+            "process_grid": list(process_grid(nprocs)),
+            "max_norm": rnmu,
+            "peak_rss_bytes_max_rank": _peak_rss(comm),
+        },
+    )
+
+
+def _peak_rss(comm: Any) -> int:
+    """Largest resident set any rank reached so far, in bytes (Linux reports KiB)."""
+    from mpi4py import MPI
+
+    return int(
+        comm.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, op=MPI.MAX)
     )
