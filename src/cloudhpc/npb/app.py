@@ -46,6 +46,17 @@ def check_memory(comm: Any, kernel: Any, cls: str) -> int:
     return per_rank
 
 
+def peak_rss_max(comm: Any) -> int:
+    """The largest peak resident set size of any rank, in bytes (Linux reports KiB)."""
+    import resource
+
+    from mpi4py import MPI
+
+    return int(
+        comm.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, op=MPI.MAX)
+    )
+
+
 def main(ctx: Any) -> dict:
     kernel = load(ctx.params.get("kernel", ""))
     cls = check_class(kernel.KERNEL, ctx.params.get("class", "S"), kernel.CLASSES)
@@ -54,6 +65,7 @@ def main(ctx: Any) -> dict:
     per_rank = check_memory(ctx.comm, kernel, cls)
     with ctx.phase("compute"):
         res = kernel.run(ctx.comm, cls, corrupt=corrupt, progress=ctx.progress)
+    peak_rss = peak_rss_max(ctx.comm)
     values = {
         v["name"]: {"computed": v["computed"], "reference": v["reference"]}
         for v in res["verification"]
@@ -75,5 +87,6 @@ def main(ctx: Any) -> dict:
         "verification": res["verification"],
         "verification_values": values,
         "memory_estimate_per_rank": per_rank,
+        "peak_rss_bytes_max_rank": peak_rss,
         **({"kernel_extra": res["extra"]} if res.get("extra") else {}),
     }
