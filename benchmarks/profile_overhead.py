@@ -1,0 +1,172 @@
+"""Overhead of the `cloudhpc profile` PMPI library, measured side by side in one run.
+
+1. Small-message ping-pong latency (a C program, 2 ranks, MPI_Wtime around the loop) without
+   and with the library preloaded (goal: at most 10% added latency per call).
+2. The cost of one wrapped call in isolation: MPI_Comm_rank in a loop (ns per call).
+3. One application run (cloudhpc's own app through the normal worker), its in-job time without
+   and with the library (goal: at most 2%).
+
+Rounds alternate the order (without, with / with, without) and the table reports medians, since
+absolute times drift on a shared machine. Writes benchmarks/results/profile_overhead.{md,json}.
+
+    .venv/bin/python benchmarks/profile_overhead.py [--rounds 5] [--iters 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from cloudhpc.job import Job, Layout
+from cloudhpc.launch.base import venv_bin
+from cloudhpc.launch.runner import Monitor, plan_job, run_plan
+from cloudhpc.profile.build import library_path
+
+RESULTS = Path(__file__).parent / "results"
+
+PINGPONG_C = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+/* argv: mode (pingpong|rank) iters bytes; prints microseconds per half round trip or per call */
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int r, n = atoi(argv[2]), bytes = atoi(argv[3]);
+    PMPI_Comm_rank(MPI_COMM_WORLD, &r);
+    char *buf = calloc(bytes + 1, 1);
+    int warm = n / 10 + 10;
+    double t = 0;
+    if (strcmp(argv[1], "rank") == 0) {
+        int x;
+        for (int i = 0; i < warm; i++) MPI_Comm_rank(MPI_COMM_WORLD, &x);
+        double t0 = MPI_Wtime();
+        for (int i = 0; i < n; i++) MPI_Comm_rank(MPI_COMM_WORLD, &x);
+        t = (MPI_Wtime() - t0) / n * 1e6;
+    } else {
+        for (int k = 0; k < 2; k++) {
+            int reps = k ? n : warm;
+            PMPI_Barrier(MPI_COMM_WORLD);
+            double t0 = MPI_Wtime();
+            for (int i = 0; i < reps; i++) {
+                if (r == 0) {
+                    MPI_Send(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+                    MPI_Recv(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                } else if (r == 1) {
+                    MPI_Recv(buf, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    MPI_Send(buf, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+                }
+            }
+            t = (MPI_Wtime() - t0) / reps / 2 * 1e6;
+        }
+    }
+    if (r == 0) printf("%.6f\n", t);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def build_program(tmp: Path) -> Path:
+    src, exe = tmp / "pingpong.c", tmp / "pingpong"
+    src.write_text(PINGPONG_C)
+    subprocess.run([venv_bin("mpicc"), "-O2", "-o", str(exe), str(src)], check=True)
+    return exe
+
+
+def profiler_env(out_dir: Path) -> dict[str, str]:
+    return {"LD_PRELOAD": str(library_path()), "CLOUDHPC_PROFILE_DIR": str(out_dir)}
+
+
+def run_c(exe: Path, mode: str, iters: int, nbytes: int, env: dict[str, str]) -> float:
+    genv = [a for k, v in env.items() for a in ("-genv", k, v)]
+    cmd = [venv_bin("mpiexec"), "-n", "2", *genv, str(exe), mode, str(iters), str(nbytes)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
+    return float(r.stdout.split()[-1])
+
+
+def run_app(app: str, params: dict, env: dict[str, str]) -> float:
+    job = Job(app=app, params=params, nprocs=2, layout=Layout(1, 2, 1))
+    outcome = run_plan(plan_job(job, None, env), Monitor(), None)
+    if outcome.returncode != 0 or outcome.result is None:
+        sys.exit(f"{app} failed: {outcome.stderr.strip()[-300:]}")
+    return float(outcome.result["timings"]["total_s"])
+
+
+def side_by_side(rounds: int, measure) -> tuple[list[float], list[float]]:
+    base, prof = [], []
+    for i in range(rounds):
+        order = (False, True) if i % 2 == 0 else (True, False)
+        for with_profiler in order:
+            (prof if with_profiler else base).append(measure(with_profiler))
+    return base, prof
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--iters", type=int, default=20000, help="ping-pong round trips per run")
+    ap.add_argument("--bytes", type=int, default=8, help="ping-pong message size")
+    ap.add_argument("--app", default="wave", help="cloudhpc app for the application run")
+    ap.add_argument(
+        "--params",
+        default='{"points": 200000, "steps": 4000}',
+        help="the app's parameters as JSON",
+    )
+    args = ap.parse_args()
+    params = json.loads(args.params)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp_s:
+        tmp = Path(tmp_s)
+        exe = build_program(tmp)
+        out = tmp / "profiles"
+        out.mkdir()
+
+        def env(with_profiler: bool) -> dict[str, str]:
+            return profiler_env(out) if with_profiler else {}
+
+        for label, mode, iters, unit in (
+            (f"ping-pong latency, {args.bytes} B (half round trip)", "pingpong", args.iters, "us"),
+            ("MPI_Comm_rank, one call", "rank", 20 * args.iters, "us"),
+        ):
+            base, prof = side_by_side(
+                args.rounds, lambda w, m=mode, n=iters: run_c(exe, m, n, args.bytes, env(w))
+            )
+            rows.append((label, unit, base, prof))
+        base, prof = side_by_side(args.rounds, lambda w: run_app(args.app, params, env(w)))
+        rows.append((f"application {args.app} {json.dumps(params)}, 2 ranks", "s", base, prof))
+
+    lines = [
+        "| measurement | unit | without (median) | with profiler (median) | with / without |"
+        " added |",
+        "|---|---|---|---|---|---|",
+    ]
+    data = []
+    for label, unit, base, prof in rows:
+        b, p = statistics.median(base), statistics.median(prof)
+        added = p - b
+        added_s = f"{added * 1e3:.0f} ns" if unit == "us" else f"{added:.3f} s"
+        lines.append(f"| {label} | {unit} | {b:.4g} | {p:.4g} | {p / b:.3f} | {added_s} |")
+        data.append(
+            {"measurement": label, "unit": unit, "without": base, "with": prof, "ratio": p / b}
+        )
+    machine = f"{platform.node()}: {platform.processor() or platform.machine()}, "
+    machine += f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
+    text = "\n".join(lines) + f"\n\nMachine: {machine}; {args.rounds} rounds, alternating order.\n"
+    print(text)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "profile_overhead.md").write_text(text)
+    (RESULTS / "profile_overhead.json").write_text(
+        json.dumps({"machine": machine, "rows": data}, indent=1) + "\n"
+    )
+
+
+if __name__ == "__main__":
+    main()
