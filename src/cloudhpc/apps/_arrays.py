@@ -31,8 +31,17 @@ def block_range(n: int, parts: int, index: int) -> tuple[int, int]:
 def open_npy(path: str, what: str) -> np.ndarray:
     """Memory-map a float .npy file; one-line CloudhpcError if missing, unreadable or not float."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise CloudhpcError(f"{what} file {path} does not exist")
+    if not p.is_file():
+        raise CloudhpcError(f"{what} file {path} is not a regular file")
+    try:
+        with open(p, "rb") as f:
+            magic = f.read(6)
+    except OSError as exc:
+        raise CloudhpcError(f"cannot read {what} file {path}: {exc.strerror}") from None
+    if magic != b"\x93NUMPY":
+        raise CloudhpcError(f"{what} file {path} is not a .npy file")
     try:
         arr = np.load(p, mmap_mode="r", allow_pickle=False)
     except Exception as exc:  # numpy raises ValueError, OSError, UnpicklingError... for non-.npy

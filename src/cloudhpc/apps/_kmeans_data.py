@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import CloudhpcError
-from ._arrays import block_range, generated_rows, open_npy, require_2d
+from ._arrays import block_range, generated_rows
+from ._kmeans_inputs import open_centers, open_points
 from ._kmeans_kernels import update_min_sqdist
 
 BLOBS = 16  # clusters in generated data (fixed, so the data do not depend on --k)
@@ -58,11 +58,8 @@ def load_local_points(params: dict, rank: int, size: int) -> LocalPoints:
     """This rank's block of the points, from --points FILE or --generate --n --d --seed."""
     path = params.get("points")
     if path:
-        arr = open_npy(path, "points")
-        require_2d(arr, "points", path)
-        n, d = arr.shape
-        if n == 0 or d == 0:
-            raise CloudhpcError(f"points file {path} is empty (shape {n}x{d})")
+        arr = open_points(path)
+        n = arr.shape[0]
         lo, hi = block_range(n, size, rank)
         return LocalPoints(np.ascontiguousarray(arr[lo:hi], dtype=np.float64), lo, n)
     n, d = int(params["n"]), int(params["d"])
@@ -78,30 +75,12 @@ def load_all_points(params: dict) -> np.ndarray:
     return generate_points(int(params.get("seed", 0)), n, d, 0, n)
 
 
-def read_centers(path: str, k_expected: int | None, d: int, n_total: int) -> np.ndarray:
-    arr = open_npy(path, "centers")
-    require_2d(arr, "centers", path)
-    k, dc = arr.shape
-    if k == 0:
-        raise CloudhpcError(f"centers file {path} is empty")
-    if dc != d:
-        raise CloudhpcError(f"centers file {path} has {dc} columns but the points have {d}")
-    if k_expected and k != k_expected:
-        raise CloudhpcError(f"centers file {path} has {k} centers but --k is {k_expected}")
-    if k > n_total:
-        raise CloudhpcError(f"k = {k} centers is more than the {n_total} points")
-    return np.array(arr, dtype=np.float64)
-
-
 def initial_centers(comm, local: LocalPoints, params: dict) -> np.ndarray:
     """--centers-in FILE (same on every rank) or k-means++ from --k and --seed."""
-    k = params.get("k")
     if params.get("centers_in"):
-        return read_centers(params["centers_in"], k, local.d, local.n_total)
-    k = int(k)
-    if k > local.n_total:
-        raise CloudhpcError(f"--k {k} is more than the {local.n_total} points")
-    return kmeanspp_distributed(local, k, int(params.get("seed", 0)), comm)
+        arr = open_centers(params["centers_in"], params.get("k"), local.d, local.n_total)
+        return np.array(arr, dtype=np.float64)
+    return kmeanspp_distributed(local, int(params["k"]), int(params.get("seed", 0)), comm)
 
 
 def kmeanspp_distributed(local: LocalPoints, k: int, seed: int, comm) -> np.ndarray:

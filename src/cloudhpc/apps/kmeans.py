@@ -19,6 +19,7 @@ from typing import Any
 
 from ..errors import CloudhpcError
 from ._arrays import check_output_path
+from ._kmeans_inputs import check_inputs
 
 HELP = "k-means clustering (Lloyd): iterative map-reduce or hand-written MPI"
 DESCRIPTION = (
@@ -97,6 +98,7 @@ def validate(params: dict[str, Any]) -> None:
     if params.get("reread_static") and params.get("model", "mapreduce") != "mapreduce":
         raise CloudhpcError("--reread-static applies to --model mapreduce only")
     check_output_path(params.get("centers_out"), "--centers-out")
+    check_inputs(params)
 
 
 def main(ctx) -> dict[str, Any]:

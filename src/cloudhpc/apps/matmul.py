@@ -88,6 +88,7 @@ def validate(params: dict[str, Any]) -> None:
     if params.get("reread_static") and model != "mapreduce":
         raise CloudhpcError("--reread-static applies to --model mapreduce only")
     check_output_path(params.get("out"), "--out")
+    open_inputs(params)  # headers only: shapes and dtypes fail here, before any rank starts
 
 
 class MatrixSource:
