@@ -74,7 +74,8 @@ class RankProfile:
     pid: int = 0
     complete: bool = True  # False: written before MPI_Finalize finished (or at MPI_Abort)
     aborted: bool = False
-    t_init: float = 0.0  # CLOCK_MONOTONIC seconds at MPI_Init (for aligning traces)
+    t_init: float = 0.0  # CLOCK_MONOTONIC seconds at MPI_Init (the trace's clock)
+    t_init_wall: float = 0.0  # CLOCK_REALTIME at the same moment (aligns ranks across hosts)
     trace_events: int = 0
     trace_dropped: int = 0
     trace_names: list[str] = field(default_factory=list)
@@ -95,6 +96,8 @@ class RankProfile:
                 "recv_msgs": self.recv_msgs,
                 "recv_bytes": self.recv_bytes,
             },
+            "t_init": self.t_init,
+            "t_init_wall": self.t_init_wall,
             "trace": {"events": self.trace_events, "dropped": self.trace_dropped},
         }
 
@@ -116,6 +119,7 @@ class RankProfile:
             complete=bool(d.get("complete", True)),
             aborted=bool(d.get("aborted", False)),
             t_init=float(d.get("t_init", 0.0)),
+            t_init_wall=float(d.get("t_init_wall", 0.0)),
             trace_events=int(trace.get("events", 0)),
             trace_dropped=int(trace.get("dropped", 0)),
             trace_names=list(trace.get("names", [])),

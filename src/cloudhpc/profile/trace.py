@@ -26,9 +26,10 @@ def read_events(rank_dir: str | os.PathLike, rank: int) -> np.ndarray:
 
 def chrome_trace(profile: Profile, rank_dir: str | os.PathLike, out: str | os.PathLike) -> int:
     """Write the trace; returns the number of call events. Times are microseconds since the
-    earliest MPI_Init (CLOCK_MONOTONIC: aligned across ranks of one host)."""
+    earliest MPI_Init: each rank's monotonic clock is placed by its wall-clock time at
+    MPI_Init, so ranks on different hosts line up as well as their clocks agree."""
     events: list[dict] = []
-    t_origin = min((rp.t_init for rp in profile.ranks), default=0.0)
+    t_origin = min((rp.t_init_wall for rp in profile.ranks), default=0.0)
     n_calls = 0
     for rp in profile.ranks:
         pid = rp.rank
@@ -40,7 +41,7 @@ def chrome_trace(profile: Profile, rank_dir: str | os.PathLike, out: str | os.Pa
         )
         ev = read_events(rank_dir, rp.rank)
         names = rp.trace_names
-        ts = (ev["t0"] - t_origin) * 1e6
+        ts = ((ev["t0"] - rp.t_init) + (rp.t_init_wall - t_origin)) * 1e6
         dur = (ev["t1"] - ev["t0"]) * 1e6
         for i in range(len(ev)):
             f = int(ev["func"][i])
