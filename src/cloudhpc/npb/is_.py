@@ -217,7 +217,7 @@ class _Sorter:
         self.bucketed = np.empty(self.num_keys, np.int32)
         self.recv_count = np.zeros(self.nprocs, np.int32)
         self.received = np.empty(0, np.int32)
-        self.counts = np.empty(0, np.int64)
+        self.counts = np.empty(0, np.int32)
         self.passed = 0
 
     def rank_keys(self, iteration: int) -> None:
@@ -252,7 +252,7 @@ class _Sorter:
         max_key = ((int(last[me]) + 1) << self.shift) - 1
         nvalues = max(0, max_key - self.min_key + 1)
         if self.counts.shape[0] != nvalues:
-            self.counts = np.empty(nvalues, np.int64)
+            self.counts = np.empty(nvalues, np.int32)
         self.nlocal = nrecv
         count_ranks(self.received[:nrecv], self.min_key, self.counts)
         # keys held by lower ranks: the buckets before this rank's first one
