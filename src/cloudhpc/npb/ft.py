@@ -126,13 +126,19 @@ def allowed_procs(p: int) -> bool:
 def memory_estimate(cls: str, nprocs: int) -> int:
     nx, ny, nz, _ = CLASSES[check_class(KERNEL, cls, CLASSES)]
     points = nx * ny * nz // nprocs
-    # u0, work and send buffer (complex), twiddle (real), receive buffer unless P = 1
-    per_point = 16 * 3 + 8 + (16 if nprocs > 1 else 0)
+    # u0 and work (complex), twiddle (real), send and receive buffers unless P = 1
+    per_point = 16 * 2 + 8 + (32 if nprocs > 1 else 0)
     return RANK_OVERHEAD + KERNEL_WORKSPACE + per_point * points
 
 
 class Slabs:
-    """This rank's slabs and the transposes between the two layouts."""
+    """This rank's slabs and the transposes between the two layouts.
+
+    Buffers are flat; `real(buf)` views one as the z slab [nzl, ny, nx] and `spectral(buf)` as
+    the y slab [nyl, nz, nx]. On one rank there is nothing to exchange, so (like the
+    reference's 0-D layout) the spectrum stays stored in real-space order [z, y, x] and
+    `spectral` is a transposed view of it: the transposes become no-ops or plain copies.
+    """
 
     def __init__(self, comm: Any, nx: int, ny: int, nz: int) -> None:
         self.comm = comm
@@ -142,43 +148,44 @@ class Slabs:
         self.nzl, self.nyl = nz // self.p, ny // self.p
         self.z0, self.y0 = self.rank * self.nzl, self.rank * self.nyl
         count = self.nzl * ny * nx
-        self.u0 = np.empty((self.nyl, nz, nx), np.complex128)  # the evolving spectrum
-        self.tw = np.empty((self.nyl, nz, nx))
+        self.u0 = np.empty(count, np.complex128)  # the evolving spectrum
+        self.tw = np.empty(count)  # exp(-4 alpha pi^2 |k|^2), same layout as u0
         self.work = np.empty(count, np.complex128)  # real-space slab or spectrum copy
-        self.send = np.empty(count, np.complex128)
-        self.recv = np.empty(count, np.complex128) if self.p > 1 else self.send
-
-    def real_slab(self) -> np.ndarray:
-        return self.work.reshape(self.nzl, self.ny, self.nx)
-
-    def spectrum_copy(self) -> np.ndarray:
-        return self.work.reshape(self.nyl, self.nz, self.nx)
-
-    def _alltoall(self) -> None:
         if self.p > 1:
-            self.comm.Alltoall(self.send, self.recv)
+            self.send = np.empty(count, np.complex128)
+            self.recv = np.empty(count, np.complex128)
+
+    def real(self, buf: np.ndarray) -> np.ndarray:
+        return buf.reshape(self.nzl, self.ny, self.nx)
+
+    def spectral(self, buf: np.ndarray) -> np.ndarray:
+        if self.p == 1:
+            return buf.reshape(self.nz, self.ny, self.nx).transpose(1, 0, 2)
+        return buf.reshape(self.nyl, self.nz, self.nx)
 
     def to_spectral(self, src: np.ndarray, dst: np.ndarray) -> None:
         """z slabs [nzl, ny, nx] -> y slabs [nyl, nz, nx]: block d of y goes to rank d."""
         p, nzl, nyl, nx = self.p, self.nzl, self.nyl, self.nx
-        np.copyto(
-            self.send.reshape(p, nzl, nyl, nx), src.reshape(nzl, p, nyl, nx).transpose(1, 0, 2, 3)
-        )
-        self._alltoall()
-        np.copyto(
-            dst.reshape(nyl, p, nzl, nx), self.recv.reshape(p, nzl, nyl, nx).transpose(2, 0, 1, 3)
-        )
+        if p == 1:
+            if not np.shares_memory(src, dst):
+                np.copyto(dst, src.transpose(1, 0, 2))
+            return
+        send, recv = self.send.reshape(p, nzl, nyl, nx), self.recv.reshape(p, nzl, nyl, nx)
+        np.copyto(send, src.reshape(nzl, p, nyl, nx).transpose(1, 0, 2, 3))
+        self.comm.Alltoall(self.send, self.recv)
+        np.copyto(dst.reshape(nyl, p, nzl, nx), recv.transpose(2, 0, 1, 3))
 
     def to_real(self, src: np.ndarray, dst: np.ndarray) -> None:
         """y slabs [nyl, nz, nx] -> z slabs [nzl, ny, nx]: block d of z goes to rank d."""
         p, nzl, nyl, nx = self.p, self.nzl, self.nyl, self.nx
-        np.copyto(
-            self.send.reshape(p, nyl, nzl, nx), src.reshape(nyl, p, nzl, nx).transpose(1, 0, 2, 3)
-        )
-        self._alltoall()
-        np.copyto(
-            dst.reshape(nzl, p, nyl, nx), self.recv.reshape(p, nyl, nzl, nx).transpose(2, 0, 1, 3)
-        )
+        if p == 1:
+            if not np.shares_memory(src, dst):
+                np.copyto(dst, src.transpose(1, 0, 2))
+            return
+        send, recv = self.send.reshape(p, nyl, nzl, nx), self.recv.reshape(p, nyl, nzl, nx)
+        np.copyto(send, src.reshape(nyl, p, nzl, nx).transpose(1, 0, 2, 3))
+        self.comm.Alltoall(self.send, self.recv)
+        np.copyto(dst.reshape(nzl, p, nyl, nx), recv.transpose(2, 0, 1, 3))
 
 
 def _setup(s: Slabs) -> None:
@@ -186,15 +193,16 @@ def _setup(s: Slabs) -> None:
     the reference's timed region before the iterations)."""
     nx, ny, nz = s.nx, s.ny, s.nz
     ap = -4.0 * ALPHA * math.pi * math.pi
-    K.twiddle(s.tw, s.y0, nx, ny, nz, ap)
+    K.twiddle(s.spectral(s.tw), s.y0, nx, ny, nz, ap)
     # this rank's z slab is one contiguous run of 2*nx*ny*nzl numbers of the stream
     flat = s.work.view(np.float64)
     vranlc(flat.size, skip(SEED, A, 2 * nx * ny * s.z0), A, flat)
-    u = s.real_slab()
+    u = s.real(s.work)
     np.fft.ifft(u, axis=2, norm="forward", out=u)  # NPB forward = exp(+i...), unscaled
     np.fft.ifft(u, axis=1, norm="forward", out=u)
-    s.to_spectral(u, s.u0)
-    np.fft.ifft(s.u0, axis=1, norm="forward", out=s.u0)
+    u0 = s.spectral(s.u0)
+    s.to_spectral(u, u0)
+    np.fft.ifft(u0, axis=1, norm="forward", out=u0)
 
 
 def _checkpoints(s: Slabs) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
@@ -223,8 +231,8 @@ def run(comm: Any, cls: str, *, corrupt: bool = False, progress: Progress = None
     zs, ys, xs, ntotal = _checkpoints(s)
 
     _setup(s)  # untimed warm-up, as in the reference: touches the memory, loads the kernels
-    K.evolve(s.u0, s.spectrum_copy(), s.tw)
-    K.checksum(s.real_slab(), zs, ys, xs)
+    K.evolve(s.u0, s.work, s.tw)
+    K.checksum(s.real(s.work), zs, ys, xs)
 
     sums = np.zeros(niter, np.complex128)
     local = np.zeros(1, np.complex128)
@@ -233,10 +241,10 @@ def run(comm: Any, cls: str, *, corrupt: bool = False, progress: Progress = None
     t0 = MPI.Wtime()
     _setup(s)
     for it in range(niter):
-        w = s.spectrum_copy()
-        K.evolve(s.u0, w, s.tw)
+        K.evolve(s.u0, s.work, s.tw)
+        w = s.spectral(s.work)
         np.fft.fft(w, axis=1, out=w)  # NPB inverse = exp(-i...), unscaled
-        u = s.real_slab()
+        u = s.real(s.work)
         s.to_real(w, u)
         np.fft.fft(u, axis=1, out=u)
         np.fft.fft(u, axis=2, out=u)
