@@ -383,3 +383,17 @@ def test_profile_own_app(tmp_path):
     assert r0["p2p"]["sent_msgs"][1] >= 22
     assert_one_line_error(run_cli("profile", "--app", "no.such.app"), "unknown app")
     assert_one_line_error(run_cli("profile", "--app", "bench.pingpong", "iters"), "KEY=VALUE")
+
+
+def test_mpi_abort_writes_the_aborting_rank(c_program, tmp_path):
+    r = run_cli("profile", "-n", "2", "--results", str(tmp_path), "--", str(c_program), "abort")
+    assert r.returncode == 1, r.stderr
+    assert "rank 1 called MPI_Abort" in r.stderr and "Traceback" not in r.stderr
+    (files,) = tmp_path.glob("*.files")
+    prof = json.loads((files / "profile.json").read_text())
+    assert prof["missing_ranks"] == []  # rank 0 wrote its profile on entering MPI_Finalize
+    r1 = prof["ranks"][1]
+    assert r1["aborted"] and not r1["complete"] and r1["calls"]["MPI_Abort"]["count"] == 1
+    assert "MPI_Finalize" not in r1["calls"]
+    expected, _ = expected_c(2)
+    assert r1["calls"]["MPI_Gatherv"]["bytes_sent"] == expected[1]["MPI_Gatherv"][1]

@@ -95,9 +95,10 @@ int main(int argc, char **argv) {
     MPI_Comm_free(&dup);
     MPI_Comm_free(&half);
     free(counts); free(displs); free(rcounts); free(rdispls); free(big); free(big2);
-    if (argc > 1 && strcmp(argv[1], "crash") == 0 && r == P - 1) {
+    if (argc > 1 && r == P - 1) {
         sleep(1); /* let the other ranks reach MPI_Finalize first */
-        abort();
+        if (strcmp(argv[1], "crash") == 0) abort();
+        if (strcmp(argv[1], "abort") == 0) MPI_Abort(MPI_COMM_WORLD, 3);
     }
     MPI_Finalize();
     return 0;

@@ -149,6 +149,9 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
         render(run.profile, rank=args.rank, top=args.top)
         err.print(f"files: {os.path.relpath(run.files)}", highlight=False)
         record_footer(record)
+    aborted = [r.rank for r in run.profile.ranks if r.aborted]
+    if aborted:
+        err.print(f"[yellow]rank {', '.join(map(str, aborted))} called MPI_Abort[/]")
     missing = run.profile.missing_ranks
     if missing:
         err.print(
