@@ -15,6 +15,7 @@ Heavy modules (numba) are imported inside main, so building the CLI stays fast.
 from __future__ import annotations
 
 import argparse
+import time
 from typing import Any
 
 from ..errors import CloudhpcError
@@ -122,10 +123,12 @@ def main(ctx) -> dict[str, Any]:
     with ctx.phase("init"):
         centers0 = initial_centers(ctx.comm, local, params)
 
+    t0 = time.perf_counter()
     if model == "spmd":
         centers, done = lloyd_spmd(ctx, local.points, centers0, iterations, tol)
     else:
         centers, done = lloyd_mapreduce(ctx, local, centers0, iterations, tol, params)
+    iterate_s = time.perf_counter() - t0  # the iterations alone (rank 0's clock)
 
     outputs = []
     if ctx.is_root and params.get("centers_out"):
@@ -146,6 +149,8 @@ def main(ctx) -> dict[str, Any]:
         "k": k,
         "iterations": done,
         "grain_size": local.n_total / ctx.size,
+        "iterate_s": iterate_s,
+        "per_iteration_s": iterate_s / done,
     }
     if max_rel_err is not None:
         metrics["max_rel_err"] = max_rel_err

@@ -1,0 +1,80 @@
+"""Shared by the kmeans_* and overhead_* benchmarks: run `cloudhpc run APP ... --json`, describe
+the machine, write a table. Timings come from the run records (measured inside the job)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+_RECORDS = tempfile.mkdtemp(prefix="cloudhpc-bench-records-")
+
+
+def run_record(app: str, *args: str, nprocs: int = 1, env: str = "native", engine: str = "mpi"):
+    """One run through the real CLI; its result record (dict). Exits with the error on failure."""
+    cmd = [sys.executable, "-m", "cloudhpc", "run", app, *args, "--json", "--results", _RECORDS]
+    cmd += ["--engine", engine, "--env", env]
+    if engine == "mpi":
+        cmd += ["-n", str(nprocs), "--oversubscribe"]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        raise SystemExit(f"benchmark run failed: {shlex.join(cmd)}\n{r.stderr}")
+    record = json.loads(r.stdout)
+    record["_cmd"] = "cloudhpc " + shlex.join(cmd[3:])
+    return record
+
+
+def total_s(record: dict) -> float:
+    return float(record["timings"]["total_s"])
+
+
+def phase_s(record: dict, name: str) -> float:
+    return float(record["timings"]["phases"].get(name, 0.0))
+
+
+def machine() -> str:
+    cpu = platform.processor() or "unknown CPU"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    return (
+        f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}, Python "
+        f"{platform.python_version()}, load average {load:.1f} at the start (shared machine)"
+    )
+
+
+def write_markdown(name: str, title: str, header: list[str], rows: list[list], notes: list[str]):
+    """benchmarks/results/NAME.md: a table plus notes; returns the path."""
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    lines = [f"# {title}", "", *notes, "", "| " + " | ".join(header) + " |"]
+    lines.append("|" + "|".join("---" for _ in header) + "|")
+    for row in rows:
+        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
+    path = RESULTS / f"{name}.md"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def write_json(name: str, data) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    return path
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+    return str(v)
