@@ -150,9 +150,10 @@ class Multigrid:
 
         s, rmax = K.norm2_parts(r)
         comm = self.grid.comm
-        rmax = comm.allreduce(rmax, op=MPI.MAX)
-        s = comm.allreduce(s, op=MPI.SUM)
-        return float(np.sqrt(s / float(self.n) ** 3)), float(rmax)
+        local, total = np.array([s, rmax]), np.empty(2)
+        comm.Allreduce(local[1:], total[1:], op=MPI.MAX)
+        comm.Allreduce(local[:1], total[:1], op=MPI.SUM)
+        return float(np.sqrt(total[0] / float(self.n) ** 3)), float(total[1])
 
     # -- the right-hand side ------------------------------------------------------------
 
