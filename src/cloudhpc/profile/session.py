@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import CloudhpcError
 from ..job import Job
-from ..launch.runner import Monitor, Outcome, launch_program, plan_job, run_plan
+from ..launch.runner import Monitor, Outcome, plan_job, run_plan
 from ..results.store import check_writable, files_dir, make_record, now_utc, write_record
 from . import plots, report
 from .build import library_path
@@ -81,25 +81,22 @@ def run_profiled(
 ) -> ProfiledRun:
     """Run `program_argv` (or, when None, the worker running job.app) under the profiler."""
     results = check_writable(job.results_dir)
-    staging = Path(tempfile.mkdtemp(dir=results, prefix=".profile-"))
+    # absolute: ranks started over ssh or srun may not share this process's working directory
+    staging = Path(tempfile.mkdtemp(dir=results, prefix=".profile-")).resolve()
     try:
         rank_dir = staging / "ranks"
         rank_dir.mkdir()
         env = profiling_env(rank_dir, trace)
         started = now_utc()
-        if program_argv is None:
-            plan = plan_job(job, None, env)
-            outcome = run_plan(plan, monitor or Monitor(), job.timeout_s)
-            argv = plan.argv
-        else:
-            outcome = launch_program(job, program_argv, env, monitor)
-            argv = program_argv
+        # program_argv None: the launcher starts its normal worker running job.app
+        plan = plan_job(job, program_argv, env)
+        outcome = run_plan(plan, monitor or Monitor(), job.timeout_s)
         profile = read_rank_dir(rank_dir, job.nprocs)
         if not profile.ranks:
             shutil.rmtree(staging, ignore_errors=True)
             return ProfiledRun(outcome, None)
         profile.meta = {
-            "program": argv if program_argv is not None else None,
+            "program": program_argv,
             "app": job.app if program_argv is None else None,
             "env": job.env,
             "launcher": job.launcher,
@@ -112,7 +109,7 @@ def run_profiled(
             record_job,
             record_body(profile, outputs, outcome, program_argv is None),
             started=started,
-            launch={"argv": argv, "wall_s": round(outcome.wall_s, 3)},
+            launch={"argv": plan.argv, "env": plan.env, "wall_s": round(outcome.wall_s, 3)},
         )
         if outcome.returncode != 0:
             record["status"] = "failed"
