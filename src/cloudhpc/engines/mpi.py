@@ -19,8 +19,9 @@ import numpy as np
 
 from .base import Engine, check_op
 
-_TAG_REQUEST = 1
-_TAG_REPLY = 2
+# Each dynamic_range call has its own pair of tags: a worker that got its last reply may already
+# ask for the next call's first item while the previous call's server still waits for others.
+_TAG_SPAN = 16384
 
 
 def _as_bytes(a: np.ndarray) -> np.ndarray:
@@ -60,6 +61,7 @@ class MPIEngine(Engine):
         self.rank = self.comm.Get_rank()
         self.size = self.comm.Get_size()
         self._threaded = MPI.Query_thread() >= MPI.THREAD_SERIALIZED
+        self._calls = 0  # dynamic_range calls so far (the same on every rank: it is collective)
         self._ops = {"sum": MPI.SUM, "prod": MPI.PROD, "min": MPI.MIN, "max": MPI.MAX}
 
     # --- array collectives -------------------------------------------------------------------
@@ -67,10 +69,10 @@ class MPIEngine(Engine):
         header = None
         if self.rank == root:
             array = np.ascontiguousarray(array)
-            header = (array.shape, array.dtype.str)
+            header = (array.shape, array.dtype)  # the dtype object: structured fields survive
         shape, dtype = self.comm.bcast(header, root=root)
         if self.rank != root:
-            array = np.empty(shape, dtype=np.dtype(dtype))
+            array = np.empty(shape, dtype=dtype)
         self.comm.Bcast([_as_bytes(array), self._mpi.BYTE], root=root)
         return array
 
@@ -134,14 +136,16 @@ class MPIEngine(Engine):
         if self.size == 1:
             yield from range(n)
             return
+        tag = 2 * (self._calls % _TAG_SPAN)  # request tag; the reply's is tag + 1
+        self._calls += 1
         if self.rank != 0:
-            yield from self._ask(n)
+            yield from self._ask(tag)
             return
         counter = _Counter(n)
         if not self._threaded:
-            self._serve(counter)  # pure master: rank 0 takes no items itself
+            self._serve(counter, tag)  # pure master: rank 0 takes no items itself
             return
-        server = threading.Thread(target=self._serve, args=(counter,), daemon=True)
+        server = threading.Thread(target=self._serve, args=(counter, tag), daemon=True)
         server.start()
         try:
             while (i := counter.take()) >= 0:
@@ -149,17 +153,17 @@ class MPIEngine(Engine):
         finally:
             server.join()
 
-    def _ask(self, n: int) -> Iterator[int]:
+    def _ask(self, tag: int) -> Iterator[int]:
         request = np.zeros(1, dtype=np.int64)
         reply = np.empty(1, dtype=np.int64)
         while True:
-            self._sched.Send(request, dest=0, tag=_TAG_REQUEST)
-            self._sched.Recv(reply, source=0, tag=_TAG_REPLY)
+            self._sched.Send(request, dest=0, tag=tag)
+            self._sched.Recv(reply, source=0, tag=tag + 1)
             if reply[0] < 0:
                 return
             yield int(reply[0])
 
-    def _serve(self, counter: _Counter) -> None:
+    def _serve(self, counter: _Counter, tag: int) -> None:
         MPI = self._mpi
         status = MPI.Status()
         request = np.empty(1, dtype=np.int64)
@@ -167,12 +171,13 @@ class MPIEngine(Engine):
         active = self.size - 1
         idle = 0
         while active:
-            if self._sched.Iprobe(source=MPI.ANY_SOURCE, tag=_TAG_REQUEST, status=status):
+            if self._sched.Iprobe(source=MPI.ANY_SOURCE, tag=tag, status=status):
                 source = status.Get_source()
-                self._sched.Recv(request, source=source, tag=_TAG_REQUEST)
+                self._sched.Recv(request, source=source, tag=tag)
                 reply[0] = counter.take()
-                self._sched.Send(reply, dest=source, tag=_TAG_REPLY)
-                active -= reply[0] < 0
+                self._sched.Send(reply, dest=source, tag=tag + 1)
+                if reply[0] < 0:
+                    active -= 1
                 idle = 0
             else:
                 # back off from 50 us to 2 ms while nobody asks

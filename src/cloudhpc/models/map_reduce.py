@@ -119,19 +119,19 @@ def map_reduce(
 def _agree_row_dtype(engine: Engine, buffer: SpillBuffer) -> np.dtype:
     """The packed (key, value) row type; a worker whose maps emitted nothing learns it here."""
     sample = buffer.sample_values()
-    mine = None if sample is None else (sample.dtype.str, sample.shape[1:])
+    mine = None if sample is None else (sample.dtype, sample.shape[1:])
     seen = engine.gather_objects(mine)
     agreed = None
     if seen is not None:
         kinds = {s for s in seen if s is not None}
         if len(kinds) > 1:
-            agreed = ("error", sorted(kinds))
+            agreed = ("error", sorted(map(str, kinds)))
         else:
-            agreed = kinds.pop() if kinds else ("<f8", ())
+            agreed = kinds.pop() if kinds else (np.dtype(np.float64), ())
     agreed = engine.bcast_object(agreed)
     if agreed[0] == "error":
         raise ValueError(f"map tasks emitted values of different types/shapes: {agreed[1]}")
-    return np.dtype([("k", "<i8"), ("v", np.dtype(agreed[0]), tuple(agreed[1]))])
+    return np.dtype([("k", "<i8"), ("v", agreed[0], tuple(agreed[1]))])
 
 
 def _shuffle(
