@@ -90,7 +90,7 @@ def matrix_heatmap(profile: Profile, stem: str | os.PathLike) -> list[Path]:
     ax.set_ylabel("source rank")
     ax.set_xticks(range(p))
     ax.set_yticks(range(p))
-    ax.set_title("Point-to-point bytes (numbers: messages)", fontsize="medium")
+    ax.set_title("P2P bytes (numbers: messages)", fontsize="medium")
     paths = _save(fig, Path(stem))
     plt.close(fig)
     return paths
