@@ -185,3 +185,16 @@ def test_ft_transposes_round_trip_on_one_rank():
     back = np.empty((2, 4, 8), complex)
     s.to_real(spec, back)
     assert np.array_equal(back, x)
+
+
+@pytest.mark.parametrize("kernel", ["mg", "ft"])
+def test_progress_reports_every_iteration(kernel):
+    from mpi4py import MPI
+
+    from cloudhpc.npb import load
+
+    calls = []
+    res = load(kernel).run(MPI.COMM_SELF, "S", progress=lambda d, t, label: calls.append((d, t)))
+    assert res["verified"] is True
+    n = res["iterations"]
+    assert calls == [(i, n) for i in range(1, n + 1)]
