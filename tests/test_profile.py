@@ -38,7 +38,7 @@ def expected_c(P: int) -> tuple[dict[int, dict[str, tuple[int, int, int]]], np.n
             "MPI_Isend": (7, 4 * 7 * INT + 2 * 5 * INT + INT, 0),
             "MPI_Irecv": (7, 0, 4 * 7 * INT + 2 * 5 * INT + INT),
             "MPI_Wait": (5, 0, 0),
-            "MPI_Waitall": (4, 0, 0),
+            "MPI_Waitall": (5, 0, 0),
             "MPI_Waitany": (1, 0, 0),
             "MPI_Test": (1, 0, 0),
             "MPI_Sendrecv": (3, 48, 48),
@@ -57,6 +57,14 @@ def expected_c(P: int) -> tuple[dict[int, dict[str, tuple[int, int, int]]], np.n
             "MPI_Alltoallv": (1, tri * INT, P * (r + 1) * INT),
             "MPI_Reduce_scatter": (1, tri * INT, (r + 1) * INT),
             "MPI_Reduce_scatter_block": (1, 2 * INT * P, 2 * INT),
+            "MPI_Ibarrier": (1, 0, 0),
+            "MPI_Ibcast": (1, 6 * INT if root else 0, 0 if root else 6 * INT),
+            "MPI_Ireduce": (1, 2 * DOUBLE, 2 * DOUBLE if root else 0),
+            "MPI_Iallreduce": (1, 3 * DOUBLE, 3 * DOUBLE),
+            "MPI_Igather": (1, 2, 2 * P if root else 0),
+            "MPI_Iscatter": (1, INT * P if root else 0, INT),
+            "MPI_Iallgather": (1, 1, P),
+            "MPI_Ialltoall": (1, INT * P, INT * P),
         }
         sends, send_bytes, recvs, recv_bytes = 0, 0, 0, 0
         if root:

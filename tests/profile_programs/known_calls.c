@@ -81,6 +81,18 @@ int main(int argc, char **argv) {
     MPI_Alltoallv(big2, counts, displs, MPI_INT, big, rcounts, rdispls, MPI_INT, MPI_COMM_WORLD);
     MPI_Reduce_scatter(big2, big, counts, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
     MPI_Reduce_scatter_block(big2, big, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    /* nonblocking collectives, completed together by one Waitall */
+    MPI_Request creq[8];
+    MPI_Ibarrier(MPI_COMM_WORLD, &creq[0]);
+    MPI_Ibcast(ibuf2, 6, MPI_INT, 0, MPI_COMM_WORLD, &creq[1]);
+    MPI_Ireduce(d, d + 8, 2, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD, &creq[2]);
+    MPI_Iallreduce(d + 32, d + 40, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &creq[3]);
+    MPI_Igather(c, 2, MPI_CHAR, big, 2, MPI_CHAR, 0, MPI_COMM_WORLD, &creq[4]);
+    MPI_Iscatter(big2, 1, MPI_INT, ibuf2 + 100, 1, MPI_INT, 0, MPI_COMM_WORLD, &creq[5]);
+    MPI_Iallgather(c2, 1, MPI_CHAR, c2 + 4, 1, MPI_CHAR, MPI_COMM_WORLD, &creq[6]);
+    MPI_Ialltoall(big2 + 2 * tri * P, 1, MPI_INT, ibuf2 + 200, 1, MPI_INT, MPI_COMM_WORLD,
+                  &creq[7]);
+    MPI_Waitall(8, creq, MPI_STATUSES_IGNORE);
 
     /* 9. split into even and odd ranks; sub-rank 0 sends one int to sub-rank 1 (world r+2) */
     MPI_Comm half, dup;

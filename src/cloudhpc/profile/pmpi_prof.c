@@ -35,7 +35,8 @@
     X(Testall) X(Testany) X(Testsome) X(Sendrecv) X(Sendrecv_replace) X(Probe) X(Iprobe)     \
     X(Mprobe) X(Improbe) X(Mrecv) X(Imrecv) X(Barrier) X(Bcast) X(Reduce) X(Allreduce)       \
     X(Gather) X(Gatherv) X(Scatter) X(Scatterv) X(Allgather) X(Allgatherv) X(Alltoall)       \
-    X(Alltoallv) X(Reduce_scatter) X(Reduce_scatter_block) X(Scan) X(Exscan)
+    X(Alltoallv) X(Reduce_scatter) X(Reduce_scatter_block) X(Scan) X(Exscan) X(Ibarrier)    \
+    X(Ibcast) X(Ireduce) X(Iallreduce) X(Igather) X(Iscatter) X(Iallgather) X(Ialltoall)
 
 #define ENUM_ENTRY(n) F_##n,
 enum { FUNCS(ENUM_ENTRY) NFUNC };
@@ -1023,3 +1024,103 @@ W_REDSCAT(_c, MPI_Count)
     }
 W_REDSCAT_BLOCK(, int)
 W_REDSCAT_BLOCK(_c, MPI_Count)
+
+/* ---- nonblocking collectives: counted and sized when posted (bytes as the blocking call); the
+ * time of the call itself only, the wait is in MPI_Wait / MPI_Test. */
+int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
+    double t0 = now();
+    int rc = PMPI_Ibarrier(comm, req);
+    record(F_Ibarrier, t0, now(), 0, 0, -1, -1);
+    return rc;
+}
+
+#define W_IBCAST(S, CNT)                                                                     \
+    int MPI_Ibcast##S(void *buf, CNT count, MPI_Datatype dt, int root, MPI_Comm comm,        \
+                      MPI_Request *req) {                                                    \
+        double t0 = now();                                                                   \
+        int rc = PMPI_Ibcast##S(buf, count, dt, root, comm, req);                            \
+        double t1 = now();                                                                   \
+        uint64_t b = (uint64_t)count * tsize(dt);                                            \
+        int me = comm_rank(comm) == root;                                                    \
+        record(F_Ibcast, t0, t1, me ? b : 0, me ? 0 : b, (int64_t)b, -1);                    \
+        return rc;                                                                           \
+    }
+W_IBCAST(, int)
+W_IBCAST(_c, MPI_Count)
+
+#define W_IREDUCE(S, CNT)                                                                    \
+    int MPI_Ireduce##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt, MPI_Op op,  \
+                       int root, MPI_Comm comm, MPI_Request *req) {                          \
+        double t0 = now();                                                                   \
+        int rc = PMPI_Ireduce##S(sbuf, rbuf, count, dt, op, root, comm, req);                \
+        double t1 = now();                                                                   \
+        uint64_t b = (uint64_t)count * tsize(dt);                                            \
+        record(F_Ireduce, t0, t1, b, comm_rank(comm) == root ? b : 0, (int64_t)b, -1);       \
+        return rc;                                                                           \
+    }
+W_IREDUCE(, int)
+W_IREDUCE(_c, MPI_Count)
+
+#define W_IALLRED(S, CNT)                                                                    \
+    int MPI_Iallreduce##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt,          \
+                          MPI_Op op, MPI_Comm comm, MPI_Request *req) {                      \
+        double t0 = now();                                                                   \
+        int rc = PMPI_Iallreduce##S(sbuf, rbuf, count, dt, op, comm, req);                   \
+        double t1 = now();                                                                   \
+        uint64_t b = (uint64_t)count * tsize(dt);                                            \
+        record(F_Iallreduce, t0, t1, b, b, (int64_t)b, -1);                                  \
+        return rc;                                                                           \
+    }
+W_IALLRED(, int)
+W_IALLRED(_c, MPI_Count)
+
+#define W_IGATHER(S, CNT)                                                                    \
+    int MPI_Igather##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,         \
+                       CNT rcount, MPI_Datatype rtype, int root, MPI_Comm comm,              \
+                       MPI_Request *req) {                                                   \
+        double t0 = now();                                                                   \
+        int rc = PMPI_Igather##S(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req); \
+        double t1 = now();                                                                   \
+        int me = comm_rank(comm) == root;                                                    \
+        uint64_t rb = me ? (uint64_t)rcount * tsize(rtype) : 0;                              \
+        uint64_t s = sbuf == MPI_IN_PLACE ? rb : (uint64_t)scount * tsize(stype);            \
+        uint64_t r = me ? rb * (uint64_t)comm_size(comm) : 0;                                \
+        record(F_Igather, t0, t1, s, r, PAYLOAD(s, r), -1);                                  \
+        return rc;                                                                           \
+    }
+W_IGATHER(, int)
+W_IGATHER(_c, MPI_Count)
+
+#define W_ISCATTER(S, CNT)                                                                   \
+    int MPI_Iscatter##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,        \
+                        CNT rcount, MPI_Datatype rtype, int root, MPI_Comm comm,             \
+                        MPI_Request *req) {                                                  \
+        double t0 = now();                                                                   \
+        int rc = PMPI_Iscatter##S(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req); \
+        double t1 = now();                                                                   \
+        int me = comm_rank(comm) == root;                                                    \
+        uint64_t sb = me ? (uint64_t)scount * tsize(stype) : 0;                              \
+        uint64_t s = sb * (uint64_t)(me ? comm_size(comm) : 0);                              \
+        uint64_t r = rbuf == MPI_IN_PLACE ? sb : (uint64_t)rcount * tsize(rtype);            \
+        record(F_Iscatter, t0, t1, s, r, PAYLOAD(s, r), -1);                                 \
+        return rc;                                                                           \
+    }
+W_ISCATTER(, int)
+W_ISCATTER(_c, MPI_Count)
+
+#define W_IALLGATHER(N, S, CNT, MULT_SEND)                                                   \
+    int MPI_##N##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf, CNT rcount, \
+                   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req) {                    \
+        double t0 = now();                                                                   \
+        int rc = PMPI_##N##S(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);           \
+        double t1 = now();                                                                   \
+        uint64_t p = (uint64_t)comm_size(comm), rb = (uint64_t)rcount * tsize(rtype);        \
+        uint64_t sb = sbuf == MPI_IN_PLACE ? rb : (uint64_t)scount * tsize(stype);           \
+        uint64_t s = MULT_SEND ? sb * p : sb, r = rb * p;                                    \
+        record(F_##N, t0, t1, s, r, PAYLOAD(sb, rb), -1);                                    \
+        return rc;                                                                           \
+    }
+W_IALLGATHER(Iallgather, , int, 0)
+W_IALLGATHER(Iallgather, _c, MPI_Count, 0)
+W_IALLGATHER(Ialltoall, , int, 1)
+W_IALLGATHER(Ialltoall, _c, MPI_Count, 1)
