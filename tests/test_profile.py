@@ -157,7 +157,6 @@ def profile_run(results: Path, nprocs: int, env: str, *program: str, extra=()) -
 CASES = {  # (language, ranks, environment)
     "c-4-native": ("c", 4, "native"),
     "c-2-vmnet": ("c", 2, "vm-net"),
-    "c-3-native": ("c", 3, "native"),
     "py-2-native": ("py", 2, "native"),
     "py-3-vmnet": ("py", 3, "vm-net"),
 }
