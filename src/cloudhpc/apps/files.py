@@ -50,6 +50,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--retries", type=int, default=0, metavar="N", help="retry a failed item up to N times"
     )
     p.add_argument(
+        "--schedule",
+        choices=("dynamic", "static"),
+        default="dynamic",
+        help="dynamic: rank 0 hands out items on request (items differ in cost); static: "
+        "contiguous blocks of the input list (for comparison)",
+    )
+    p.add_argument(
         "--item-timeout",
         type=float,
         default=None,
@@ -65,6 +72,7 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "out": os.path.abspath(args.out),
         "retries": args.retries,
         "item_timeout": args.item_timeout,
+        "schedule": args.schedule,
     }
     validate(params)
     return params
@@ -108,6 +116,8 @@ def validate(params: dict[str, Any]) -> list[str]:
         if name in names:
             raise CloudhpcError(f"two inputs share the name {name!r}: {names[name]} and {path}")
         names[name] = path
+    if params.get("schedule", "dynamic") not in ("dynamic", "static"):
+        raise CloudhpcError(f"unknown schedule {params['schedule']!r}; use dynamic or static")
     if params.get("retries", 0) < 0:
         raise CloudhpcError("--retries must be >= 0")
     out = params["out"]
@@ -170,7 +180,14 @@ def main(ctx: RunContext) -> dict:
     def item(path: str) -> dict:
         return run_one(argv, out_dir, p.get("item_timeout"), path)
 
-    outcomes = map_only(engine, item, inputs, retries=int(p.get("retries", 0)), timer=ctx)
+    outcomes = map_only(
+        engine,
+        item,
+        inputs,
+        retries=int(p.get("retries", 0)),
+        schedule=p.get("schedule", "dynamic"),
+        timer=ctx,
+    )
     if outcomes is None:
         return {}
 
