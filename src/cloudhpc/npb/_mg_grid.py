@@ -89,7 +89,7 @@ class Grid:
         return grid
 
     @property
-    def finest_distributed(self) -> int:
+    def coarsest_distributed(self) -> int:
         return min(k for k, lv in self.levels.items() if lv.distributed)
 
     # -- halo exchange -------------------------------------------------------------------

@@ -91,7 +91,7 @@ class Multigrid:
         self.u = {k: np.zeros(lv.shape) for k, lv in self.grid.levels.items()}
         self.r = {k: np.zeros(lv.shape) for k, lv in self.grid.levels.items()}
         self.v = np.zeros(self.grid.levels[self.lt].shape)
-        kd = self.grid.finest_distributed
+        kd = self.grid.coarsest_distributed
         self._handoff = None
         if kd > 1:  # restriction from the coarsest distributed level lands in a local block
             lv = self.grid.levels[kd]
@@ -162,7 +162,7 @@ class Multigrid:
         lv = self.grid.levels[self.lt]
         n = self.n
         o3, o2, o1 = lv.offset
-        first = o1 + n * (o2 + n * o3)  # stream position of this block's first point, minus 1
+        first = o1 + n * (o2 + n * o3)  # numbers of the stream before this block's first point
         x0 = skip(SEED, A, first)
         v = self.v
         v[...] = 0.0
