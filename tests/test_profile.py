@@ -66,12 +66,12 @@ def expected_c(P: int) -> tuple[dict[int, dict[str, tuple[int, int, int]]], np.n
             "MPI_Iallgather": (1, 1, P),
             "MPI_Ialltoall": (1, INT * P, INT * P),
         }
-        sends, send_bytes, recvs, recv_bytes = 0, 0, 0, 0
+        sends, send_bytes, recvs, recv_bytes = 1, 0, 1, 0  # to / from MPI_PROC_NULL
         if root:
-            sends, send_bytes = 3 * (P - 1), 3 * (P - 1) * 10 * DOUBLE
+            sends, send_bytes = sends + 3 * (P - 1), send_bytes + 3 * (P - 1) * 10 * DOUBLE
             mat[0, 1:] += 3 * 10 * DOUBLE
         else:
-            recvs, recv_bytes = 3, 3 * 10 * DOUBLE
+            recvs, recv_bytes = recvs + 3, recv_bytes + 3 * 10 * DOUBLE
         if r == 1:  # the probed message
             sends, send_bytes = sends + 1, send_bytes + 3 * INT
             mat[1, 0] += 3 * INT
@@ -83,10 +83,8 @@ def expected_c(P: int) -> tuple[dict[int, dict[str, tuple[int, int, int]]], np.n
             mat[r, r + 2] += INT
         if r in (2, 3):
             recvs, recv_bytes = recvs + 1, recv_bytes + INT
-        if sends:
-            e["MPI_Send"] = (sends, send_bytes, 0)
-        if recvs:
-            e["MPI_Recv"] = (recvs, 0, recv_bytes)
+        e["MPI_Send"] = (sends, send_bytes, 0)
+        e["MPI_Recv"] = (recvs, 0, recv_bytes)
         mat[r, right] += 4 * 7 * INT + 3 * 16 + 2 * 4 * INT
         mat[r, left] += 2 * 5 * INT
         mat[r, r] += INT
@@ -206,7 +204,8 @@ def test_communication_matrix_exact(runs, case):
 
 def test_size_histogram_bins(runs):
     ranks = runs["c-4-native"]["_profile"]["ranks"]
-    # rank 0's Sends: 9 of 80 bytes (bin [64, 128)) and one of 4 bytes (bin [4, 8))
+    # rank 0's Sends: 9 of 80 bytes (bin [64, 128)), one of 4 bytes (bin [4, 8)); the send to
+    # MPI_PROC_NULL moves no message
     assert ranks[0]["calls"]["MPI_Send"]["size_hist"] == {"64": 9, "4": 1}
     # Irecv bins use the received size: 4 x 28 B, 2 x 20 B (posted 400 B), 1 x 4 B
     assert ranks[1]["calls"]["MPI_Irecv"]["size_hist"] == {"16": 6, "4": 1}
@@ -229,7 +228,8 @@ def test_pprof_csv_mean_and_rank_rows(runs):
     rows = list(csv.DictReader(open(rec["_files"] / "pprof.csv")))
     mean = {r["Name"]: r for r in rows if r["Rank"] == "mean"}
     exp, _ = expected_c(4)
-    assert float(mean["MPI_Send"]["#Call"]) == 3  # rank 0: 9 + 1, rank 1: 1 + 1, over 4 ranks
+    # rank 0: 9 + 1, rank 1: 1 + 1, each rank 1 to MPI_PROC_NULL; over 4 ranks
+    assert float(mean["MPI_Send"]["#Call"]) == 4
     assert float(mean["MPI_Alltoallv"]["#Call"]) == 1
     assert float(mean[".cloudhpc application"]["%Time"]) == 100.0
     prof = rec["_profile"]
@@ -299,7 +299,7 @@ def test_terminal_report_and_rank_view(runs):
     assert r.returncode == 0, r.stderr
     assert "FUNCTION SUMMARY (rank 1)" in r.stdout
     line = next(ln for ln in r.stdout.splitlines() if "MPI_Recv " in ln)
-    assert " 3 " in line  # rank 1 received 3 messages with MPI_Recv
+    assert " 4 " in line  # rank 1: 3 receives from rank 0, 1 from MPI_PROC_NULL
     assert_one_line_error(run_cli("profile", "show", str(files), "--rank", "9"), "out of range")
 
 
@@ -311,9 +311,9 @@ def test_compare_sorted_by_absolute_difference(runs, tmp_path):
     diffs = [abs(x["B-A msec"]) for x in rows]
     assert diffs == sorted(diffs, reverse=True)
     by = {x["Name"]: x for x in rows}
-    # MPI_Send mean calls: P=2 -> (3 + 1) / 2; P=4 -> (10 + 2) / 4
-    assert by["MPI_Send"]["A #Call"] == 2 and by["MPI_Send"]["B #Call"] == 3
-    assert by["MPI_Send"]["B/A calls"] == pytest.approx(1.5)
+    # mean MPI_Send calls (one each to MPI_PROC_NULL): P=2: (4 + 2) / 2, P=4: (11 + 3 + 1 + 1) / 4
+    assert by["MPI_Send"]["A #Call"] == 3 and by["MPI_Send"]["B #Call"] == 4
+    assert by["MPI_Send"]["B/A calls"] == pytest.approx(4 / 3)
     assert by["MPI_Alltoallv"]["B/A calls"] == 1
     for x in rows:
         if x["A msec"] > 0:

@@ -50,6 +50,9 @@ int main(int argc, char **argv) {
         MPI_Probe(1, 6, MPI_COMM_WORLD, &st);
         MPI_Recv(ibuf, 3, MPI_INT, 1, 6, MPI_COMM_WORLD, &st);
     }
+    /* 6b. MPI_PROC_NULL: counted calls that move no bytes */
+    MPI_Send(ibuf, 5, MPI_INT, MPI_PROC_NULL, 8, MPI_COMM_WORLD);
+    MPI_Recv(ibuf, 5, MPI_INT, MPI_PROC_NULL, 8, MPI_COMM_WORLD, &st);
     /* 7. a message to self completed by Waitany, then Test on the finished request */
     MPI_Irecv(ibuf, 1, MPI_INT, r, 7, MPI_COMM_WORLD, &req[0]);
     MPI_Isend(ibuf2, 1, MPI_INT, r, 7, MPI_COMM_WORLD, &req[1]);

@@ -271,6 +271,7 @@ static inline void complete_req(MPI_Request h, const MPI_Status *st) {
     MPI_Comm c;
     if (npend_req == 0 || h == MPI_REQUEST_NULL) return;
     if (!pend_take(pend_req, &npend_req, RKEY(h), &c)) return;
+    if (st->MPI_SOURCE == MPI_PROC_NULL) return;
     uint64_t b = status_bytes(st);
     stat_t *x = &stats[F_Irecv];
     x->bytes_recv += b;
@@ -479,9 +480,9 @@ int MPI_Comm_free(MPI_Comm *comm) {
         double t0 = now();                                                                   \
         int rc = PMPI_##N##S(buf, count, dt, dest, tag, comm);                               \
         double t1 = now();                                                                   \
-        uint64_t b = (uint64_t)count * tsize(dt);                                            \
+        uint64_t b = dest == MPI_PROC_NULL ? 0 : (uint64_t)count * tsize(dt);                \
         int w = p2p_sent(comm, dest, b);                                                     \
-        record(F_##N, t0, t1, b, 0, (int64_t)b, w);                                          \
+        record(F_##N, t0, t1, b, 0, dest == MPI_PROC_NULL ? -1 : (int64_t)b, w);             \
         return rc;                                                                           \
     }
 W_SEND(Send, , int)
@@ -499,9 +500,9 @@ W_SEND(Bsend, _c, MPI_Count)
         double t0 = now();                                                                   \
         int rc = PMPI_##N##S(buf, count, dt, dest, tag, comm, req);                          \
         double t1 = now();                                                                   \
-        uint64_t b = (uint64_t)count * tsize(dt);                                            \
+        uint64_t b = dest == MPI_PROC_NULL ? 0 : (uint64_t)count * tsize(dt);                \
         int w = p2p_sent(comm, dest, b);                                                     \
-        record(F_##N, t0, t1, b, 0, (int64_t)b, w);                                          \
+        record(F_##N, t0, t1, b, 0, dest == MPI_PROC_NULL ? -1 : (int64_t)b, w);             \
         return rc;                                                                           \
     }
 W_ISEND(Isend, , int)
@@ -523,7 +524,7 @@ W_ISEND(Ibsend, _c, MPI_Count)
         double t1 = now();                                                                   \
         uint64_t b = status_bytes(st);                                                       \
         int w = p2p_recv(comm, st->MPI_SOURCE, b);                                           \
-        record(F_Recv, t0, t1, 0, b, (int64_t)b, w);                                         \
+        record(F_Recv, t0, t1, 0, b, st->MPI_SOURCE == MPI_PROC_NULL ? -1 : (int64_t)b, w);  \
         return rc;                                                                           \
     }
 W_RECV(, int)
@@ -558,10 +559,11 @@ W_IRECV(_c, MPI_Count)
         int rc = PMPI_Sendrecv##S(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, \
                                   rtag, comm, st);                                           \
         double t1 = now();                                                                   \
-        uint64_t bs = (uint64_t)scount * tsize(stype), br = status_bytes(st);                \
+        uint64_t bs = dest == MPI_PROC_NULL ? 0 : (uint64_t)scount * tsize(stype);           \
+        uint64_t br = status_bytes(st);                                                      \
         int w = p2p_sent(comm, dest, bs);                                                    \
         p2p_recv(comm, st->MPI_SOURCE, br);                                                  \
-        record(F_Sendrecv, t0, t1, bs, br, (int64_t)bs, w);                                  \
+        record(F_Sendrecv, t0, t1, bs, br, dest == MPI_PROC_NULL ? -1 : (int64_t)bs, w);     \
         return rc;                                                                           \
     }
 W_SENDRECV(, int)
@@ -575,10 +577,12 @@ W_SENDRECV(_c, MPI_Count)
         double t0 = now();                                                                   \
         int rc = PMPI_Sendrecv_replace##S(buf, count, dt, dest, stag, src, rtag, comm, st);  \
         double t1 = now();                                                                   \
-        uint64_t bs = (uint64_t)count * tsize(dt), br = status_bytes(st);                    \
+        uint64_t bs = dest == MPI_PROC_NULL ? 0 : (uint64_t)count * tsize(dt);               \
+        uint64_t br = status_bytes(st);                                                      \
         int w = p2p_sent(comm, dest, bs);                                                    \
         p2p_recv(comm, st->MPI_SOURCE, br);                                                  \
-        record(F_Sendrecv_replace, t0, t1, bs, br, (int64_t)bs, w);                          \
+        record(F_Sendrecv_replace, t0, t1, bs, br,                                           \
+               dest == MPI_PROC_NULL ? -1 : (int64_t)bs, w);                                 \
         return rc;                                                                           \
     }
 W_SENDRECV_REPLACE(, int)
