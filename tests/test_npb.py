@@ -233,3 +233,12 @@ def test_memory_estimates_fit_class_b_in_24_gib():
         for p in (1, 2):
             assert 0 < k.memory_estimate("B", p) * p < 24 * 2**30
         assert k.memory_estimate("A", 1) < k.memory_estimate("B", 1) or name == "ep"
+
+
+def test_cli_all_runs_five_kernels_with_one_summary(results):
+    r = run_cli("npb", "all", "--class", "S", "--results", str(results), "--json")
+    assert r.returncode == 0, r.stderr
+    records = json.loads(r.stdout)
+    assert [rec["extra"]["kernel"] for rec in records] == ["cg", "mg", "ft", "is", "ep"]
+    assert all(rec["verified"] is True for rec in records)
+    assert len(list(results.glob("*.json"))) == 5

@@ -266,6 +266,8 @@ class _Sorter:
 
     def full_verify(self, corrupt: bool) -> int:
         """Sort the ranked keys and count keys out of order, across rank boundaries too."""
+        from mpi4py import MPI
+
         sorted_keys = sort_by_counts(self.received[: self.nlocal], self.min_key, self.counts)
         if corrupt and self.rank == 0 and sorted_keys.shape[0] > 1:
             sorted_keys[0], sorted_keys[-1] = sorted_keys[-1], sorted_keys[0]
@@ -273,18 +275,12 @@ class _Sorter:
         # the largest key so far must not exceed this rank's smallest key
         last = np.array([sorted_keys[-1] if sorted_keys.shape[0] else -1], np.int64)
         prev = np.array([-1], np.int64)
-        dest = self.rank + 1 if self.rank + 1 < self.nprocs else MPI_PROC_NULL()
-        src = self.rank - 1 if self.rank > 0 else MPI_PROC_NULL()
+        dest = self.rank + 1 if self.rank + 1 < self.nprocs else MPI.PROC_NULL
+        src = self.rank - 1 if self.rank > 0 else MPI.PROC_NULL
         self.comm.Sendrecv(last, dest, 1000, prev, src, 1000)
         if self.rank > 0 and sorted_keys.shape[0] and prev[0] > sorted_keys[0]:
             bad += 1
         return bad
-
-
-def MPI_PROC_NULL() -> int:  # noqa: N802 (the MPI constant's name)
-    from mpi4py import MPI
-
-    return MPI.PROC_NULL
 
 
 def run(comm: Any, cls: str, *, corrupt: bool = False, progress: Progress = None) -> dict:
