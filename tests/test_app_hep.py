@@ -128,3 +128,14 @@ def test_hep_bad_input_is_one_line(bad_inputs, results, inputs, extra, needle):
     r = run_cli(*args, *extra, "--out", "h.npz", "--results", str(results), cwd=bad_inputs)
     assert_one_line_error(r, needle)
     assert not list(bad_inputs.glob("*.npz")) and not list(bad_inputs.glob(".*tmp*"))
+
+
+def test_hep_bad_file_found_by_another_rank(bad_inputs, results):
+    """Rank 1 scans the second file: its one-line error still ends the whole run."""
+    r = run_cli(
+        "run", "hep", "good.root", "other.root", "--branch", "mass", "--bins", "10",
+        "--range", "0", "150", "--out", "h.npz", "-n", "2", "--results", str(results),
+        cwd=bad_inputs,
+    )  # fmt: skip
+    assert_one_line_error(r, "other.root: no tree 'events' (trees: things)")
+    assert not list(bad_inputs.glob("*.npz"))

@@ -193,9 +193,12 @@ def main(ctx: RunContext) -> dict:
             inputs = _generate(engine, p)
 
     with ctx.phase("load"):
+        # every rank checks and counts its share of the files; rank 0 cuts the map tasks
+        mine = [io.scan(inputs[i], tree, branches) for i in engine.static_range(len(inputs))]
+        scanned = engine.gather_objects([(s.path, s.kind, s.entries, s.groups) for s in mine])
         tasks = None
         if engine.is_root:
-            sources = [io.scan(path, tree, branches) for path in inputs]
+            sources = [io.Source(*s) for part in scanned for s in part]
             if sum(s.entries for s in sources) == 0:
                 raise CloudhpcError("the inputs hold no events")
             tasks = [
@@ -203,9 +206,9 @@ def main(ctx: RunContext) -> dict:
                 for i, s in enumerate(sources)
                 for start, stop in io.chunks(s, p["chunk_events"])
             ]
-            sources = [(s.path, s.kind, s.entries, s.groups) for s in sources]
-        sources, tasks = engine.bcast_object((sources if engine.is_root else None, tasks))
-        sources = [io.Source(*s) for s in sources]
+            scanned = [s for part in scanned for s in part]
+        scanned, tasks = engine.bcast_object((scanned, tasks))
+        sources = [io.Source(*s) for s in scanned]
     events = sum(s.entries for s in sources)
 
     def mapper(task: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray]:

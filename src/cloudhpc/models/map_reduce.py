@@ -5,7 +5,9 @@ values.
 Keys are int64 and values NumPy rows (float or int, scalar or fixed-width per pair). The shuffle is
 an all-to-all of packed buffers (keys and values in one structured array, counts exchanged first):
 intermediate data stays in memory unless a worker's share exceeds `memory_budget` bytes, when it
-spills sorted runs to local disk, merges them back and shuffles in rounds (spill.py).
+spills sorted runs to local disk, merges them back and shuffles in rounds (spill.py). The reduce
+side keeps its partition in memory; with a combiner it folds what it has after every round, so it
+holds at most one row per distinct key (plus one round's rows).
 
 Example (word count; the same code on `serial` and on every MPI rank)::
 
