@@ -76,6 +76,7 @@ class RankProfile:
     aborted: bool = False
     t_init: float = 0.0  # CLOCK_MONOTONIC seconds at MPI_Init (the trace's clock)
     t_init_wall: float = 0.0  # CLOCK_REALTIME at the same moment (aligns ranks across hosts)
+    clock: str = ""  # the library's timer: "tsc" (calibrated) or "monotonic"
     trace_events: int = 0
     trace_dropped: int = 0
     trace_names: list[str] = field(default_factory=list)
@@ -98,6 +99,7 @@ class RankProfile:
             },
             "t_init": self.t_init,
             "t_init_wall": self.t_init_wall,
+            "clock": self.clock,
             "trace": {"events": self.trace_events, "dropped": self.trace_dropped},
         }
 
@@ -120,6 +122,7 @@ class RankProfile:
             aborted=bool(d.get("aborted", False)),
             t_init=float(d.get("t_init", 0.0)),
             t_init_wall=float(d.get("t_init_wall", 0.0)),
+            clock=str(d.get("clock", "")),
             trace_events=int(trace.get("events", 0)),
             trace_dropped=int(trace.get("dropped", 0)),
             trace_names=list(trace.get("names", [])),

@@ -24,6 +24,9 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__)
+#include <x86intrin.h>
+#endif
 
 #define PROFILE_FORMAT_VERSION 1
 #define NBIN 64 /* bin 0: 0 bytes; bin k >= 1: [2^(k-1), 2^k) bytes */
@@ -43,22 +46,34 @@ enum { FUNCS(ENUM_ENTRY) NFUNC };
 #define NAME_ENTRY(n) "MPI_" #n,
 static const char *const func_names[NFUNC] = {FUNCS(NAME_ENTRY)};
 
+typedef uint64_t tick_t; /* TSC cycles, or nanoseconds of CLOCK_MONOTONIC */
+
 typedef struct {
     uint64_t count;
-    double time, tmin, tmax;
+    tick_t time, tmin, tmax;
     uint64_t bytes_sent, bytes_recv;
     uint64_t hist[NBIN];
 } stat_t;
 
-typedef struct {
-    double t0, t1;
+typedef struct { /* in the buffer */
+    tick_t t0, t1;
     int32_t func, peer; /* peer: MPI_COMM_WORLD rank for point-to-point, else -1 */
     uint64_t bytes;
 } trace_event;
 
+typedef struct { /* in the .trace file: seconds of CLOCK_MONOTONIC */
+    double t0, t1;
+    int32_t func, peer;
+    uint64_t bytes;
+} trace_record;
+
 static stat_t stats[NFUNC];
 static int initialized, world_rank = -1, world_size;
-static double t_init_start, t_init_wall; /* CLOCK_MONOTONIC and CLOCK_REALTIME at MPI_Init */
+/* At MPI_Init: the tick counter, CLOCK_MONOTONIC and CLOCK_REALTIME (seconds) */
+static tick_t tick_init;
+static double mono_init, wall_init;
+static double tick_s = 1e-9; /* seconds per tick, calibrated when the profile is written */
+static int use_tsc;
 static MPI_Group world_group = MPI_GROUP_NULL;
 static uint64_t *sent_msgs, *sent_bytes, *recv_msgs, *recv_bytes;
 static char out_dir[4096];
@@ -66,25 +81,72 @@ static char out_dir[4096];
 static trace_event *trace_buf;
 static uint64_t trace_cap, trace_len, trace_dropped;
 
-static inline double now(void) {
+static double clock_s(clockid_t id) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static double wall_now(void) {
+/* The hot-path clock. The invariant TSC costs a few ns where clock_gettime costs 20-90 ns
+ * (more in VMs); it is converted to seconds with a rate measured against CLOCK_MONOTONIC over
+ * the run. CLOUDHPC_PROFILE_CLOCK=monotonic forces clock_gettime. */
+static inline tick_t now(void) {
+#if defined(__x86_64__)
+    if (use_tsc) return __rdtsc();
+#endif
     struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (tick_t)ts.tv_sec * 1000000000ull + (tick_t)ts.tv_nsec;
+}
+
+static int invariant_tsc(void) {
+#if defined(__x86_64__)
+    const char *want = getenv("CLOUDHPC_PROFILE_CLOCK");
+    if (want && strcmp(want, "tsc") != 0) return 0;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return 0;
+    char line[8192];
+    int ok = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "flags", 5) == 0) {
+            ok = strstr(line, " constant_tsc") && strstr(line, " nonstop_tsc");
+            break;
+        }
+    }
+    fclose(f);
+    return ok;
+#else
+    return 0;
+#endif
+}
+
+static void start_clock(void) {
+    use_tsc = invariant_tsc();
+    tick_s = 1e-9;
+    tick_init = now();
+    mono_init = clock_s(CLOCK_MONOTONIC);
+    wall_init = clock_s(CLOCK_REALTIME);
+}
+
+/* Seconds per TSC tick over [MPI_Init, now]; waits until 20 ms have passed for a usable rate. */
+static void calibrate(void) {
+    if (!use_tsc) return;
+    double m;
+    tick_t t;
+    do {
+        t = now();
+        m = clock_s(CLOCK_MONOTONIC);
+    } while (m - mono_init < 0.02);
+    if (t > tick_init) tick_s = (m - mono_init) / (double)(t - tick_init);
 }
 
 static inline int size_bin(uint64_t b) { return b == 0 ? 0 : 64 - __builtin_clzll(b); }
 
 /* msg < 0: the call carries no message for the size histogram. */
-static inline void record(int f, double t0, double t1, uint64_t s, uint64_t r, int64_t msg,
+static inline void record(int f, tick_t t0, tick_t t1, uint64_t s, uint64_t r, int64_t msg,
                           int peer) {
     stat_t *x = &stats[f];
-    double d = t1 - t0;
+    tick_t d = t1 > t0 ? t1 - t0 : 0;
     x->count++;
     x->time += d;
     if (d < x->tmin) x->tmin = d;
@@ -281,7 +343,7 @@ static inline void complete_req(MPI_Request h, const MPI_Status *st) {
 }
 
 /* ---- output ----------------------------------------------------------------------------- */
-static void write_profile(int complete, int aborted, double t_end) {
+static void write_profile(int complete, int aborted, tick_t t_end) {
     if (!out_dir[0] || world_rank < 0) return;
     char path[4200], tmp[4300];
     snprintf(path, sizeof path, "%s/rank-%05d.json", out_dir, world_rank);
@@ -293,15 +355,17 @@ static void write_profile(int complete, int aborted, double t_end) {
     }
     char host[256] = "";
     gethostname(host, sizeof host - 1);
+    calibrate();
     double mpi = 0;
-    for (int i = 0; i < NFUNC; i++) mpi += stats[i].time;
+    for (int i = 0; i < NFUNC; i++) mpi += (double)stats[i].time * tick_s;
     fprintf(f,
             "{\"format\":\"cloudhpc-pmpi-rank\",\"format_version\":%d,\"rank\":%d,\"size\":%d,"
             "\"host\":\"%s\",\"pid\":%d,\"complete\":%s,\"aborted\":%s,"
-            "\"t_init\":%.9f,\"t_init_wall\":%.6f,\"total_s\":%.9e,\"mpi_s\":%.9e,\n\"calls\":{",
+            "\"clock\":\"%s\",\"tick_s\":%.6e,\"t_init\":%.9f,\"t_init_wall\":%.6f,"
+            "\"total_s\":%.9e,\"mpi_s\":%.9e,\n\"calls\":{",
             PROFILE_FORMAT_VERSION, world_rank, world_size, host, (int)getpid(),
-            complete ? "true" : "false", aborted ? "true" : "false", t_init_start, t_init_wall,
-            t_end - t_init_start, mpi);
+            complete ? "true" : "false", aborted ? "true" : "false", use_tsc ? "tsc" : "monotonic",
+            tick_s, mono_init, wall_init, (double)(t_end - tick_init) * tick_s, mpi);
     int first = 1;
     for (int i = 0; i < NFUNC; i++) {
         stat_t *x = &stats[i];
@@ -309,8 +373,9 @@ static void write_profile(int complete, int aborted, double t_end) {
         fprintf(f,
                 "%s\n\"%s\":{\"count\":%llu,\"time_s\":%.9e,\"min_s\":%.9e,\"max_s\":%.9e,"
                 "\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"size_hist\":{",
-                first ? "" : ",", func_names[i], (unsigned long long)x->count, x->time, x->tmin,
-                x->tmax, (unsigned long long)x->bytes_sent, (unsigned long long)x->bytes_recv);
+                first ? "" : ",", func_names[i], (unsigned long long)x->count,
+                (double)x->time * tick_s, (double)x->tmin * tick_s, (double)x->tmax * tick_s,
+                (unsigned long long)x->bytes_sent, (unsigned long long)x->bytes_recv);
         first = 0;
         int hf = 1;
         for (int b = 0; b < NBIN; b++) {
@@ -350,8 +415,22 @@ static void write_trace(void) {
     snprintf(tmp, sizeof tmp, "%s/.rank-%05d.trace.%d.tmp", out_dir, world_rank, (int)getpid());
     FILE *f = fopen(tmp, "wb");
     if (!f) return;
-    size_t n = fwrite(trace_buf, sizeof(trace_event), (size_t)trace_len, f);
-    if (fclose(f) || n != trace_len || rename(tmp, path)) unlink(tmp);
+    calibrate();
+    trace_record chunk[1024];
+    int bad = 0;
+    for (uint64_t i = 0; i < trace_len && !bad; i += 1024) {
+        size_t n = trace_len - i < 1024 ? (size_t)(trace_len - i) : 1024;
+        for (size_t j = 0; j < n; j++) {
+            const trace_event *e = &trace_buf[i + j];
+            chunk[j].t0 = mono_init + (double)(e->t0 - tick_init) * tick_s;
+            chunk[j].t1 = mono_init + (double)(e->t1 - tick_init) * tick_s;
+            chunk[j].func = e->func;
+            chunk[j].peer = e->peer;
+            chunk[j].bytes = e->bytes;
+        }
+        bad = fwrite(chunk, sizeof(trace_record), n, f) != n;
+    }
+    if (fclose(f) || bad || rename(tmp, path)) unlink(tmp);
 }
 
 static void setup(void) {
@@ -376,18 +455,17 @@ static void setup(void) {
 static void reset_stats(void) {
     for (int i = 0; i < NFUNC; i++) {
         memset(&stats[i], 0, sizeof stats[i]);
-        stats[i].tmin = 1e300;
+        stats[i].tmin = UINT64_MAX;
     }
 }
 
 /* ---- environment management ------------------------------------------------------------ */
 int MPI_Init(int *argc, char ***argv) {
     reset_stats();
-    double t0 = now();
+    start_clock();
+    tick_t t0 = tick_init;
     int rc = PMPI_Init(argc, argv);
-    double t1 = now();
-    t_init_start = t0;
-    t_init_wall = wall_now() - (now() - t0);
+    tick_t t1 = now();
     setup();
     record(F_Init, t0, t1, 0, 0, -1, -1);
     return rc;
@@ -395,11 +473,10 @@ int MPI_Init(int *argc, char ***argv) {
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     reset_stats();
-    double t0 = now();
+    start_clock();
+    tick_t t0 = tick_init;
     int rc = PMPI_Init_thread(argc, argv, required, provided);
-    double t1 = now();
-    t_init_start = t0;
-    t_init_wall = wall_now() - (now() - t0);
+    tick_t t1 = now();
     setup();
     record(F_Init_thread, t0, t1, 0, 0, -1, -1);
     return rc;
@@ -412,10 +489,10 @@ int MPI_Finalize(void) {
     if (aborting) return PMPI_Finalize();
     /* Write first without Finalize's own time: if a peer's death makes Finalize hang or the
      * launcher kills this rank inside it, the profile of the work done so far is kept. */
-    double t0 = now();
+    tick_t t0 = now();
     write_profile(0, 0, t0);
     int rc = PMPI_Finalize();
-    double t1 = now();
+    tick_t t1 = now();
     record(F_Finalize, t0, t1, 0, 0, -1, -1);
     write_trace();
     write_profile(1, 0, t1);
@@ -423,7 +500,7 @@ int MPI_Finalize(void) {
 }
 
 int MPI_Abort(MPI_Comm comm, int errorcode) {
-    double t = now();
+    tick_t t = now();
     aborting = 1;
     record(F_Abort, t, t, 0, 0, -1, -1);
     write_trace();
@@ -432,32 +509,32 @@ int MPI_Abort(MPI_Comm comm, int errorcode) {
 }
 
 int MPI_Comm_rank(MPI_Comm comm, int *rank) {
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Comm_rank(comm, rank);
     record(F_Comm_rank, t0, now(), 0, 0, -1, -1);
     return rc;
 }
 
 int MPI_Comm_size(MPI_Comm comm, int *size) {
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Comm_size(comm, size);
     record(F_Comm_size, t0, now(), 0, 0, -1, -1);
     return rc;
 }
 
 int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Comm_split(comm, color, key, newcomm);
-    double t1 = now();
+    tick_t t1 = now();
     if (rc == MPI_SUCCESS) cache_comm(*newcomm);
     record(F_Comm_split, t0, t1, 0, 0, -1, -1);
     return rc;
 }
 
 int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Comm_dup(comm, newcomm);
-    double t1 = now();
+    tick_t t1 = now();
     if (rc == MPI_SUCCESS) cache_comm(*newcomm);
     record(F_Comm_dup, t0, t1, 0, 0, -1, -1);
     return rc;
@@ -465,9 +542,9 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
 
 int MPI_Comm_free(MPI_Comm *comm) {
     MPI_Comm c = *comm;
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Comm_free(comm);
-    double t1 = now();
+    tick_t t1 = now();
     uncache_comm(c);
     record(F_Comm_free, t0, t1, 0, 0, -1, -1);
     return rc;
@@ -477,9 +554,9 @@ int MPI_Comm_free(MPI_Comm *comm) {
 #define W_SEND(N, S, CNT)                                                                    \
     int MPI_##N##S(const void *buf, CNT count, MPI_Datatype dt, int dest, int tag,           \
                    MPI_Comm comm) {                                                          \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_##N##S(buf, count, dt, dest, tag, comm);                               \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t b = dest == MPI_PROC_NULL ? 0 : (uint64_t)count * tsize(dt);                \
         int w = p2p_sent(comm, dest, b);                                                     \
         record(F_##N, t0, t1, b, 0, dest == MPI_PROC_NULL ? -1 : (int64_t)b, w);             \
@@ -497,9 +574,9 @@ W_SEND(Bsend, _c, MPI_Count)
 #define W_ISEND(N, S, CNT)                                                                   \
     int MPI_##N##S(const void *buf, CNT count, MPI_Datatype dt, int dest, int tag,           \
                    MPI_Comm comm, MPI_Request *req) {                                        \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_##N##S(buf, count, dt, dest, tag, comm, req);                          \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t b = dest == MPI_PROC_NULL ? 0 : (uint64_t)count * tsize(dt);                \
         int w = p2p_sent(comm, dest, b);                                                     \
         record(F_##N, t0, t1, b, 0, dest == MPI_PROC_NULL ? -1 : (int64_t)b, w);             \
@@ -519,9 +596,9 @@ W_ISEND(Ibsend, _c, MPI_Count)
                     MPI_Status *status) {                                                    \
         MPI_Status local;                                                                    \
         MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;                      \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Recv##S(buf, count, dt, src, tag, comm, st);                           \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t b = status_bytes(st);                                                       \
         int w = p2p_recv(comm, st->MPI_SOURCE, b);                                           \
         record(F_Recv, t0, t1, 0, b, st->MPI_SOURCE == MPI_PROC_NULL ? -1 : (int64_t)b, w);  \
@@ -534,9 +611,9 @@ W_RECV(_c, MPI_Count)
 #define W_IRECV(S, CNT)                                                                      \
     int MPI_Irecv##S(void *buf, CNT count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, \
                      MPI_Request *req) {                                                     \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Irecv##S(buf, count, dt, src, tag, comm, req);                         \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         if (rc == MPI_SUCCESS && !pend_put(pend_req, &npend_req, RKEY(*req), comm)) {        \
             /* table full: fall back to the posted size and source */                        \
             uint64_t b = (uint64_t)count * tsize(dt);                                        \
@@ -555,10 +632,10 @@ W_IRECV(_c, MPI_Count)
                         MPI_Comm comm, MPI_Status *status) {                                 \
         MPI_Status local;                                                                    \
         MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;                      \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Sendrecv##S(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, \
                                   rtag, comm, st);                                           \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t bs = dest == MPI_PROC_NULL ? 0 : (uint64_t)scount * tsize(stype);           \
         uint64_t br = status_bytes(st);                                                      \
         int w = p2p_sent(comm, dest, bs);                                                    \
@@ -574,9 +651,9 @@ W_SENDRECV(_c, MPI_Count)
                                 int src, int rtag, MPI_Comm comm, MPI_Status *status) {      \
         MPI_Status local;                                                                    \
         MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;                      \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Sendrecv_replace##S(buf, count, dt, dest, stag, src, rtag, comm, st);  \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t bs = dest == MPI_PROC_NULL ? 0 : (uint64_t)count * tsize(dt);               \
         uint64_t br = status_bytes(st);                                                      \
         int w = p2p_sent(comm, dest, bs);                                                    \
@@ -589,14 +666,14 @@ W_SENDRECV_REPLACE(, int)
 W_SENDRECV_REPLACE(_c, MPI_Count)
 
 int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Probe(src, tag, comm, status);
     record(F_Probe, t0, now(), 0, 0, -1, -1);
     return rc;
 }
 
 int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Iprobe(src, tag, comm, flag, status);
     record(F_Iprobe, t0, now(), 0, 0, -1, -1);
     return rc;
@@ -605,9 +682,9 @@ int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
 /* Matched probes (mpi4py's lower-case recv uses them): remember the message's communicator so
  * the receive can name its source as an MPI_COMM_WORLD rank. */
 int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *msg, MPI_Status *status) {
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Mprobe(src, tag, comm, msg, status);
-    double t1 = now();
+    tick_t t1 = now();
     if (rc == MPI_SUCCESS) pend_put(pend_msg, &npend_msg, RKEY(*msg), comm);
     record(F_Mprobe, t0, t1, 0, 0, -1, -1);
     return rc;
@@ -615,9 +692,9 @@ int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *msg, MPI_Status *st
 
 int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg,
                 MPI_Status *status) {
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Improbe(src, tag, comm, flag, msg, status);
-    double t1 = now();
+    tick_t t1 = now();
     if (rc == MPI_SUCCESS && *flag) pend_put(pend_msg, &npend_msg, RKEY(*msg), comm);
     record(F_Improbe, t0, t1, 0, 0, -1, -1);
     return rc;
@@ -629,9 +706,9 @@ int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg,
         MPI_Status local;                                                                    \
         MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;                      \
         MPI_Message m = *msg;                                                                \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Mrecv##S(buf, count, dt, msg, st);                                     \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t b = status_bytes(st);                                                       \
         MPI_Comm c;                                                                          \
         int w = -1;                                                                          \
@@ -646,9 +723,9 @@ W_MRECV(_c, MPI_Count)
     int MPI_Imrecv##S(void *buf, CNT count, MPI_Datatype dt, MPI_Message *msg,               \
                       MPI_Request *req) {                                                    \
         MPI_Message m = *msg;                                                                \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Imrecv##S(buf, count, dt, msg, req);                                   \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         MPI_Comm c;                                                                          \
         if (pend_take(pend_msg, &npend_msg, RKEY(m), &c) && rc == MPI_SUCCESS)               \
             pend_put(pend_req, &npend_req, RKEY(*req), c);                                   \
@@ -661,7 +738,7 @@ W_IMRECV(_c, MPI_Count)
 /* ---- completion ------------------------------------------------------------------------- */
 int MPI_Wait(MPI_Request *req, MPI_Status *status) {
     if (npend_req == 0) { /* fast path: no receive of ours is pending */
-        double t0 = now();
+        tick_t t0 = now();
         int rc = PMPI_Wait(req, status);
         record(F_Wait, t0, now(), 0, 0, -1, -1);
         return rc;
@@ -669,9 +746,9 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status) {
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     MPI_Request h = *req;
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Wait(req, st);
-    double t1 = now();
+    tick_t t1 = now();
     complete_req(h, st);
     record(F_Wait, t0, t1, 0, 0, -1, -1);
     return rc;
@@ -679,7 +756,7 @@ int MPI_Wait(MPI_Request *req, MPI_Status *status) {
 
 int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
     if (npend_req == 0) {
-        double t0 = now();
+        tick_t t0 = now();
         int rc = PMPI_Test(req, flag, status);
         record(F_Test, t0, now(), 0, 0, -1, -1);
         return rc;
@@ -687,9 +764,9 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
     MPI_Status local;
     MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
     MPI_Request h = *req;
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Test(req, flag, st);
-    double t1 = now();
+    tick_t t1 = now();
     if (*flag) complete_req(h, st);
     record(F_Test, t0, t1, 0, 0, -1, -1);
     return rc;
@@ -718,9 +795,9 @@ int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
 
 int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
     ARRAY_SCRATCH(n, statuses)
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Waitall(n, reqs, ss);
-    double t1 = now();
+    tick_t t1 = now();
     if (track && rc == MPI_SUCCESS)
         for (int i = 0; i < n; i++) complete_req(hs[i], &ss[i]);
     ARRAY_SCRATCH_FREE(n, statuses)
@@ -730,9 +807,9 @@ int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
 
 int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
     ARRAY_SCRATCH(n, statuses)
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Testall(n, reqs, flag, ss);
-    double t1 = now();
+    tick_t t1 = now();
     if (track && rc == MPI_SUCCESS && *flag)
         for (int i = 0; i < n; i++) complete_req(hs[i], &ss[i]);
     ARRAY_SCRATCH_FREE(n, statuses)
@@ -743,9 +820,9 @@ int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
 int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                  MPI_Status statuses[]) {
     ARRAY_SCRATCH(n, statuses)
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Waitsome(n, reqs, outcount, indices, ss);
-    double t1 = now();
+    tick_t t1 = now();
     if (track && rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
         for (int i = 0; i < *outcount; i++) complete_req(hs[indices[i]], &ss[i]);
     ARRAY_SCRATCH_FREE(n, statuses)
@@ -756,9 +833,9 @@ int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                  MPI_Status statuses[]) {
     ARRAY_SCRATCH(n, statuses)
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Testsome(n, reqs, outcount, indices, ss);
-    double t1 = now();
+    tick_t t1 = now();
     if (track && rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
         for (int i = 0; i < *outcount; i++) complete_req(hs[indices[i]], &ss[i]);
     ARRAY_SCRATCH_FREE(n, statuses)
@@ -774,9 +851,9 @@ int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
     if (track && n > NSTACK) hs = malloc(sizeof(MPI_Request) * (size_t)n);
     if (!hs) track = 0;
     if (track) memcpy(hs, reqs, sizeof(MPI_Request) * (size_t)n);
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Waitany(n, reqs, index, st);
-    double t1 = now();
+    tick_t t1 = now();
     if (track && rc == MPI_SUCCESS && *index != MPI_UNDEFINED) complete_req(hs[*index], st);
     if (hs && hs != hstk) free(hs);
     record(F_Waitany, t0, t1, 0, 0, -1, -1);
@@ -791,9 +868,9 @@ int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st
     if (track && n > NSTACK) hs = malloc(sizeof(MPI_Request) * (size_t)n);
     if (!hs) track = 0;
     if (track) memcpy(hs, reqs, sizeof(MPI_Request) * (size_t)n);
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Testany(n, reqs, index, flag, st);
-    double t1 = now();
+    tick_t t1 = now();
     if (track && rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
         complete_req(hs[*index], st);
     if (hs && hs != hstk) free(hs);
@@ -809,7 +886,7 @@ int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *st
 #define PAYLOAD(s, r) ((int64_t)((s) ? (s) : (r)))
 
 int MPI_Barrier(MPI_Comm comm) {
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Barrier(comm);
     record(F_Barrier, t0, now(), 0, 0, -1, -1);
     return rc;
@@ -817,9 +894,9 @@ int MPI_Barrier(MPI_Comm comm) {
 
 #define W_BCAST(S, CNT)                                                                      \
     int MPI_Bcast##S(void *buf, CNT count, MPI_Datatype dt, int root, MPI_Comm comm) {       \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Bcast##S(buf, count, dt, root, comm);                                  \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t b = (uint64_t)count * tsize(dt);                                            \
         int me = comm_rank(comm) == root;                                                    \
         record(F_Bcast, t0, t1, me ? b : 0, me ? 0 : b, (int64_t)b, -1);                     \
@@ -831,9 +908,9 @@ W_BCAST(_c, MPI_Count)
 #define W_REDUCE(S, CNT)                                                                     \
     int MPI_Reduce##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt, MPI_Op op,   \
                       int root, MPI_Comm comm) {                                             \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Reduce##S(sbuf, rbuf, count, dt, op, root, comm);                      \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t b = (uint64_t)count * tsize(dt);                                            \
         record(F_Reduce, t0, t1, b, comm_rank(comm) == root ? b : 0, (int64_t)b, -1);        \
         return rc;                                                                           \
@@ -844,9 +921,9 @@ W_REDUCE(_c, MPI_Count)
 #define W_ALLRED(N, S, CNT)                                                                  \
     int MPI_##N##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt, MPI_Op op,      \
                    MPI_Comm comm) {                                                          \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_##N##S(sbuf, rbuf, count, dt, op, comm);                               \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t b = (uint64_t)count * tsize(dt);                                            \
         record(F_##N, t0, t1, b, b, (int64_t)b, -1);                                         \
         return rc;                                                                           \
@@ -861,9 +938,9 @@ W_ALLRED(Exscan, _c, MPI_Count)
 #define W_GATHER(S, CNT)                                                                     \
     int MPI_Gather##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,          \
                       CNT rcount, MPI_Datatype rtype, int root, MPI_Comm comm) {             \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Gather##S(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);       \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         int me = comm_rank(comm) == root;                                                    \
         uint64_t rb = me ? (uint64_t)rcount * tsize(rtype) : 0;                              \
         uint64_t s = sbuf == MPI_IN_PLACE ? rb : (uint64_t)scount * tsize(stype);            \
@@ -877,9 +954,9 @@ W_GATHER(_c, MPI_Count)
 #define W_SCATTER(S, CNT)                                                                    \
     int MPI_Scatter##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,         \
                        CNT rcount, MPI_Datatype rtype, int root, MPI_Comm comm) {            \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Scatter##S(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);      \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         int me = comm_rank(comm) == root;                                                    \
         uint64_t sb = me ? (uint64_t)scount * tsize(stype) : 0;                              \
         uint64_t s = sb * (uint64_t)(me ? comm_size(comm) : 0);                              \
@@ -893,9 +970,9 @@ W_SCATTER(_c, MPI_Count)
 #define W_ALLGATHER(N, S, CNT, MULT_SEND)                                                    \
     int MPI_##N##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf, CNT rcount, \
                    MPI_Datatype rtype, MPI_Comm comm) {                                      \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_##N##S(sbuf, scount, stype, rbuf, rcount, rtype, comm);                \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t p = (uint64_t)comm_size(comm), rb = (uint64_t)rcount * tsize(rtype);        \
         uint64_t sb = sbuf == MPI_IN_PLACE ? rb : (uint64_t)scount * tsize(stype);           \
         uint64_t s = MULT_SEND ? sb * p : sb, r = rb * p;                                    \
@@ -917,10 +994,10 @@ W_ALLGATHER(Alltoall, _c, MPI_Count, 1)
     int MPI_Gatherv##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,         \
                        const CNT rcounts[], const DISP displs[], MPI_Datatype rtype, int root, \
                        MPI_Comm comm) {                                                      \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Gatherv##S(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root,    \
                                  comm);                                                      \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         int rank = comm_rank(comm), me = rank == root;                                       \
         uint64_t s, r = 0;                                                                   \
         if (me) {                                                                            \
@@ -939,10 +1016,10 @@ W_GATHERV(_c, MPI_Count, MPI_Aint)
     int MPI_Scatterv##S(const void *sbuf, const CNT scounts[], const DISP displs[],          \
                         MPI_Datatype stype, void *rbuf, CNT rcount, MPI_Datatype rtype,      \
                         int root, MPI_Comm comm) {                                           \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Scatterv##S(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root,   \
                                   comm);                                                     \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         int rank = comm_rank(comm), me = rank == root;                                       \
         uint64_t s = 0, r;                                                                   \
         if (me) {                                                                            \
@@ -961,9 +1038,9 @@ W_SCATTERV(_c, MPI_Count, MPI_Aint)
     int MPI_Allgatherv##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,      \
                           const CNT rcounts[], const DISP displs[], MPI_Datatype rtype,      \
                           MPI_Comm comm) {                                                   \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Allgatherv##S(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm); \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t r, s;                                                                       \
         SUM_COUNTS(rcounts, comm_size(comm), r);                                             \
         r *= tsize(rtype);                                                                   \
@@ -979,10 +1056,10 @@ W_ALLGATHERV(_c, MPI_Count, MPI_Aint)
     int MPI_Alltoallv##S(const void *sbuf, const CNT scounts[], const DISP sdispls[],        \
                          MPI_Datatype stype, void *rbuf, const CNT rcounts[],                \
                          const DISP rdispls[], MPI_Datatype rtype, MPI_Comm comm) {          \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Alltoallv##S(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls,    \
                                    rtype, comm);                                             \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         int p = comm_size(comm);                                                             \
         uint64_t s, r;                                                                       \
         SUM_COUNTS(rcounts, p, r);                                                           \
@@ -1002,9 +1079,9 @@ W_ALLTOALLV(_c, MPI_Count, MPI_Aint)
 #define W_REDSCAT(S, CNT)                                                                    \
     int MPI_Reduce_scatter##S(const void *sbuf, void *rbuf, const CNT rcounts[],             \
                               MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {                   \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Reduce_scatter##S(sbuf, rbuf, rcounts, dt, op, comm);                  \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t ts = tsize(dt), s;                                                          \
         SUM_COUNTS(rcounts, comm_size(comm), s);                                             \
         s *= ts;                                                                             \
@@ -1018,9 +1095,9 @@ W_REDSCAT(_c, MPI_Count)
 #define W_REDSCAT_BLOCK(S, CNT)                                                              \
     int MPI_Reduce_scatter_block##S(const void *sbuf, void *rbuf, CNT rcount,                \
                                     MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {             \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Reduce_scatter_block##S(sbuf, rbuf, rcount, dt, op, comm);             \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t r = (uint64_t)rcount * tsize(dt);                                           \
         uint64_t s = r * (uint64_t)comm_size(comm);                                          \
         record(F_Reduce_scatter_block, t0, t1, s, r, PAYLOAD(s, r), -1);                     \
@@ -1032,7 +1109,7 @@ W_REDSCAT_BLOCK(_c, MPI_Count)
 /* ---- nonblocking collectives: counted and sized when posted (bytes as the blocking call); the
  * time of the call itself only, the wait is in MPI_Wait / MPI_Test. */
 int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
-    double t0 = now();
+    tick_t t0 = now();
     int rc = PMPI_Ibarrier(comm, req);
     record(F_Ibarrier, t0, now(), 0, 0, -1, -1);
     return rc;
@@ -1041,9 +1118,9 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
 #define W_IBCAST(S, CNT)                                                                     \
     int MPI_Ibcast##S(void *buf, CNT count, MPI_Datatype dt, int root, MPI_Comm comm,        \
                       MPI_Request *req) {                                                    \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Ibcast##S(buf, count, dt, root, comm, req);                            \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t b = (uint64_t)count * tsize(dt);                                            \
         int me = comm_rank(comm) == root;                                                    \
         record(F_Ibcast, t0, t1, me ? b : 0, me ? 0 : b, (int64_t)b, -1);                    \
@@ -1055,9 +1132,9 @@ W_IBCAST(_c, MPI_Count)
 #define W_IREDUCE(S, CNT)                                                                    \
     int MPI_Ireduce##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt, MPI_Op op,  \
                        int root, MPI_Comm comm, MPI_Request *req) {                          \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Ireduce##S(sbuf, rbuf, count, dt, op, root, comm, req);                \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t b = (uint64_t)count * tsize(dt);                                            \
         record(F_Ireduce, t0, t1, b, comm_rank(comm) == root ? b : 0, (int64_t)b, -1);       \
         return rc;                                                                           \
@@ -1068,9 +1145,9 @@ W_IREDUCE(_c, MPI_Count)
 #define W_IALLRED(S, CNT)                                                                    \
     int MPI_Iallreduce##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt,          \
                           MPI_Op op, MPI_Comm comm, MPI_Request *req) {                      \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Iallreduce##S(sbuf, rbuf, count, dt, op, comm, req);                   \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t b = (uint64_t)count * tsize(dt);                                            \
         record(F_Iallreduce, t0, t1, b, b, (int64_t)b, -1);                                  \
         return rc;                                                                           \
@@ -1082,9 +1159,9 @@ W_IALLRED(_c, MPI_Count)
     int MPI_Igather##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,         \
                        CNT rcount, MPI_Datatype rtype, int root, MPI_Comm comm,              \
                        MPI_Request *req) {                                                   \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Igather##S(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req); \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         int me = comm_rank(comm) == root;                                                    \
         uint64_t rb = me ? (uint64_t)rcount * tsize(rtype) : 0;                              \
         uint64_t s = sbuf == MPI_IN_PLACE ? rb : (uint64_t)scount * tsize(stype);            \
@@ -1099,9 +1176,9 @@ W_IGATHER(_c, MPI_Count)
     int MPI_Iscatter##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,        \
                         CNT rcount, MPI_Datatype rtype, int root, MPI_Comm comm,             \
                         MPI_Request *req) {                                                  \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_Iscatter##S(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req); \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         int me = comm_rank(comm) == root;                                                    \
         uint64_t sb = me ? (uint64_t)scount * tsize(stype) : 0;                              \
         uint64_t s = sb * (uint64_t)(me ? comm_size(comm) : 0);                              \
@@ -1115,9 +1192,9 @@ W_ISCATTER(_c, MPI_Count)
 #define W_IALLGATHER(N, S, CNT, MULT_SEND)                                                   \
     int MPI_##N##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf, CNT rcount, \
                    MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req) {                    \
-        double t0 = now();                                                                   \
+        tick_t t0 = now();                                                                   \
         int rc = PMPI_##N##S(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);           \
-        double t1 = now();                                                                   \
+        tick_t t1 = now();                                                                   \
         uint64_t p = (uint64_t)comm_size(comm), rb = (uint64_t)rcount * tsize(rtype);        \
         uint64_t sb = sbuf == MPI_IN_PLACE ? rb : (uint64_t)scount * tsize(stype);           \
         uint64_t s = MULT_SEND ? sb * p : sb, r = rb * p;                                    \
