@@ -142,11 +142,12 @@ def main() -> None:
             rows.append((label, unit, base, prof))
         base, prof = side_by_side(args.rounds, lambda w: run_app(args.app, params, env(w)))
         rows.append((f"application {args.app} {json.dumps(params)}, 2 ranks", "s", base, prof))
+        app_profile = [json.loads(p.read_text()) for p in sorted(out.glob("rank-*.json"))]
 
     lines = [
         "| measurement | unit | without: median (min) | with profiler: median (min) |"
-        " with / without: medians (mins) | added (medians) |",
-        "|---|---|---|---|---|---|",
+        " with / without: medians (mins) | with / without, same round: median | added (medians) |",
+        "|---|---|---|---|---|---|---|",
     ]
     data = []
     for label, unit, base, prof in rows:
@@ -154,9 +155,10 @@ def main() -> None:
         bm, pm = min(base), min(prof)
         added = p - b
         added_s = f"{added * 1e3:.0f} ns" if unit == "us" else f"{added:.3f} s"
+        paired = statistics.median(x / y for x, y in zip(prof, base, strict=True))
         lines.append(
             f"| {label} | {unit} | {b:.4g} ({bm:.4g}) | {p:.4g} ({pm:.4g}) | "
-            f"{p / b:.3f} ({pm / bm:.3f}) | {added_s} |"
+            f"{p / b:.3f} ({pm / bm:.3f}) | {paired:.3f} | {added_s} |"
         )
         data.append(
             {
@@ -165,7 +167,27 @@ def main() -> None:
                 "without": base,
                 "with": prof,
                 "ratio_median": p / b,
+                "ratio_paired_median": paired,
                 "ratio_min": pm / bm,
+            }
+        )
+    # The wrapper's own cost times the number of calls the app made (from the last profiled
+    # run): what the profiler adds to the app when the machine's noise is larger than that.
+    per_call_s = (statistics.median(rows[1][3]) - statistics.median(rows[1][2])) * 1e-6
+    if app_profile:
+        calls = max(sum(c["count"] for c in r["calls"].values()) for r in app_profile)
+        app_s = statistics.median(rows[2][2])
+        est = calls * per_call_s / app_s * 100
+        lines.append(
+            f"| application, estimated: {calls} MPI calls per rank x {per_call_s * 1e9:.0f} ns "
+            f"per wrapped call / app time | % | | | | | {est:.3f} % |"
+        )
+        data.append(
+            {
+                "measurement": "application estimate",
+                "calls_per_rank": calls,
+                "added_per_call_s": per_call_s,
+                "estimated_pct": est,
             }
         )
     machine = f"{platform.node()}: {platform.processor() or platform.machine()}, "
