@@ -1,7 +1,7 @@
 """Overhead of the `cloudhpc profile` PMPI library, measured side by side in one run.
 
 1. Small-message ping-pong latency (a C program, 2 ranks, MPI_Wtime around the loop) without
-   and with the library preloaded (goal: at most 10% added latency per call).
+   and with the library preloaded, native and vm-net (goal: at most 10% added per call).
 2. The cost of one wrapped call in isolation: MPI_Comm_rank in a loop (ns per call).
 3. One application run (cloudhpc's own app through the normal worker), its in-job time without
    and with the library (goal: at most 2%).
@@ -24,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from cloudhpc.envs import get_environment
 from cloudhpc.job import Job, Layout
 from cloudhpc.launch.base import venv_bin
 from cloudhpc.launch.runner import Monitor, plan_job, run_plan
@@ -132,12 +133,21 @@ def main() -> None:
         def env(with_profiler: bool) -> dict[str, str]:
             return profiler_env(out) if with_profiler else {}
 
-        for label, mode, iters, unit in (
-            (f"ping-pong latency, {args.bytes} B (half round trip)", "pingpong", args.iters, "us"),
-            ("MPI_Comm_rank, one call", "rank", 20 * args.iters, "us"),
+        vm_net = get_environment("vm-net").variables()
+        for label, mode, iters, unit, extra in (
+            (f"ping-pong latency, {args.bytes} B, native", "pingpong", args.iters, "us", {}),
+            ("MPI_Comm_rank, one call", "rank", 20 * args.iters, "us", {}),
+            (
+                f"ping-pong latency, {args.bytes} B, vm-net (TCP)",
+                "pingpong",
+                args.iters // 4,
+                "us",
+                vm_net,
+            ),
         ):
             base, prof = side_by_side(
-                args.rounds, lambda w, m=mode, n=iters: run_c(exe, m, n, args.bytes, env(w))
+                args.rounds,
+                lambda w, m=mode, n=iters, x=extra: run_c(exe, m, n, args.bytes, {**x, **env(w)}),
             )
             rows.append((label, unit, base, prof))
         base, prof = side_by_side(args.rounds, lambda w: run_app(args.app, params, env(w)))
@@ -176,7 +186,7 @@ def main() -> None:
     per_call_s = (statistics.median(rows[1][3]) - statistics.median(rows[1][2])) * 1e-6
     if app_profile:
         calls = max(sum(c["count"] for c in r["calls"].values()) for r in app_profile)
-        app_s = statistics.median(rows[2][2])
+        app_s = statistics.median(rows[3][2])
         est = calls * per_call_s / app_s * 100
         lines.append(
             f"| application, estimated: {calls} MPI calls per rank x {per_call_s * 1e9:.0f} ns "
