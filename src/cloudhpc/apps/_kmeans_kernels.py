@@ -21,7 +21,7 @@ def assign_partial_sums(points: np.ndarray, centers: np.ndarray) -> np.ndarray:
     return _assign_partial_sums(points, centers, max(1, min(get_num_threads(), len(points))))
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def _assign_partial_sums(points: np.ndarray, centers: np.ndarray, nslabs: int) -> np.ndarray:
     n, d = points.shape
     k = centers.shape[0]
@@ -50,7 +50,7 @@ def _assign_partial_sums(points: np.ndarray, centers: np.ndarray, nslabs: int) -
     return out
 
 
-@njit(cache=True, parallel=True)
+@njit(cache=True, parallel=True, nogil=True)
 def update_min_sqdist(points: np.ndarray, center: np.ndarray, d2: np.ndarray) -> None:
     """d2[i] = min(d2[i], |points[i] - center|^2), in place (the k-means++ D^2 weights)."""
     n, d = points.shape

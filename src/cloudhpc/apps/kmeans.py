@@ -9,13 +9,12 @@ Two models of the same computation, chosen with --model:
 - `spmd`: the seeds' MPI baseline, by hand: the same kernel, one in-place Allreduce per iteration.
 The assignment kernel is numba (_kmeans_kernels.py); --check compares the final centers with a
 plain NumPy Lloyd (_kmeans_data.lloyd_reference) run in one process from the same initial centers.
-Heavy modules (numba) are imported inside main, so building the CLI stays fast.
+The job itself is in _kmeans_job.py (numba imported there), so building the CLI stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
 from typing import Any
 
 from ..errors import CloudhpcError
@@ -103,64 +102,8 @@ def validate(params: dict[str, Any]) -> None:
 
 
 def main(ctx) -> dict[str, Any]:
-    import numpy as np
+    """The app itself is in _kmeans_job.py, which the worker imports (numba and all) before its
+    timed region; this module stays light so that building the CLI is fast."""
+    from ._kmeans_job import main as run
 
-    from ._arrays import save_npy_atomic
-    from ._kmeans_data import initial_centers, lloyd_reference, load_all_points, load_local_points
-    from ._kmeans_kernels import warm_up
-    from ._kmeans_models import lloyd_mapreduce, lloyd_spmd
-
-    params = ctx.params
-    validate(params)
-    iterations = int(params.get("iterations", 20))
-    tol = float(params.get("tol", 0.0))
-    model = params.get("model", "mapreduce")
-
-    with ctx.phase("jit"):  # numba loads its cached machine code on a kernel's first call
-        warm_up()
-    with ctx.phase("load"):
-        local = load_local_points(params, ctx.rank, ctx.size)
-    with ctx.phase("init"):
-        centers0 = initial_centers(ctx.comm, local, params)
-
-    t0 = time.perf_counter()
-    if model == "spmd":
-        centers, done = lloyd_spmd(ctx, local.points, centers0, iterations, tol)
-    else:
-        centers, done = lloyd_mapreduce(ctx, local, centers0, iterations, tol, params)
-    iterate_s = time.perf_counter() - t0  # the iterations alone (rank 0's clock)
-
-    outputs = []
-    if ctx.is_root and params.get("centers_out"):
-        with ctx.phase("write"):
-            outputs.append(save_npy_atomic(params["centers_out"], centers))
-
-    verified, max_rel_err = None, None
-    if ctx.is_root and params.get("check"):
-        with ctx.phase("check"):
-            ref, ref_done = lloyd_reference(load_all_points(params), centers0, iterations, tol)
-            max_rel_err = float(np.abs(centers - ref).max() / max(np.abs(ref).max(), 1e-300))
-            verified = bool(ref_done == done and max_rel_err <= RTOL)
-
-    k, d = centers.shape
-    metrics = {
-        "n": local.n_total,
-        "d": d,
-        "k": k,
-        "iterations": done,
-        "grain_size": local.n_total / ctx.size,
-        "iterate_s": iterate_s,
-        "per_iteration_s": iterate_s / done,
-    }
-    if max_rel_err is not None:
-        metrics["max_rel_err"] = max_rel_err
-    check = "" if verified is None else f", check {'passed' if verified else 'FAILED'}"
-    return {
-        "metrics": metrics,
-        "model": model,
-        "reread_static": bool(params.get("reread_static")),
-        "verified": verified,
-        "outputs": outputs,
-        "report": f"kmeans ({model}): {local.n_total} points x {d} dims, k={k}, "
-        f"{done} iterations{check}",
-    }
+    return run(ctx)

@@ -24,9 +24,9 @@ APPS: dict[str, str] = {
     "files": "cloudhpc.apps.files:main",
     "hep": "cloudhpc.apps.hep:main",
     # numeric seed applications (issue 3)
-    "kmeans": "cloudhpc.apps.kmeans:main",
+    "kmeans": "cloudhpc.apps._kmeans_job:main",
     "matmul": "cloudhpc.apps.matmul:main",
-    "wave": "cloudhpc.apps.wave:main",
+    "wave": "cloudhpc.apps._wave_job:main",
     # test hook: a rank that fails or crashes on purpose
     "selftest": "cloudhpc.apps.selftest:main",
 }
