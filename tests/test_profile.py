@@ -390,6 +390,11 @@ def test_profile_own_app(tmp_path):
     assert r0["p2p"]["sent_msgs"][1] >= 22
     assert_one_line_error(run_cli("profile", "--app", "no.such.app"), "unknown app")
     assert_one_line_error(run_cli("profile", "--app", "bench.pingpong", "iters"), "KEY=VALUE")
+    r = run_cli(
+        "profile", "-n", "2", "--results", str(tmp_path / "bad"), "--app", "wave", "points=2"
+    )
+    assert_one_line_error(r, "--points must be at least 3")
+    assert not list((tmp_path / "bad").glob("*"))
 
 
 def test_mpi_abort_writes_the_aborting_rank(c_program, tmp_path):

@@ -159,8 +159,11 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
             "(ended before MPI_Finalize)[/]"
         )
     if failed:
+        why = f"exit code {outcome.returncode}"
+        if outcome.error and outcome.error.get("message"):
+            why = f"rank {outcome.error.get('rank', '?')}: {outcome.error['message']}"
         raise RunFailed(
-            f"the program failed (exit code {outcome.returncode}); the profiles of "
+            f"the program failed ({why}); the profiles of "
             f"{len(run.profile.ranks)} of {run.profile.nprocs} ranks were kept"
         )
     return 0

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import CloudhpcError
 from ..job import Job
-from ..launch.runner import Monitor, Outcome, plan_job, run_plan
+from ..launch.runner import Monitor, Outcome, plan_job, raise_for_failure, run_plan
 from ..results.store import check_writable, files_dir, make_record, now_utc, write_record
 from . import plots, report
 from .build import library_path
@@ -91,6 +91,8 @@ def run_profiled(
         # program_argv None: the launcher starts its normal worker running job.app
         plan = plan_job(job, program_argv, env)
         outcome = run_plan(plan, monitor or Monitor(), job.timeout_s)
+        if outcome.error and outcome.error.get("kind") == "usage":
+            raise_for_failure(outcome)  # a bad app parameter: one line, no profile kept
         profile = read_rank_dir(rank_dir, job.nprocs)
         if not profile.ranks:
             shutil.rmtree(staging, ignore_errors=True)
