@@ -1,9 +1,10 @@
 """NPB kernels, class A: Mop/s total at P = 1 and 2, native against vm-net (001's Fig 6), and
 against the reference NPB 3.4 MPI binaries when they are given, measured side by side.
 
-For every kernel and process count the variants run back to back (interleaved rounds; the best
-Mop/s of the rounds is kept, as NPB reports single runs and a shared machine only ever slows a
-run down). Every run must verify; a failed verification stops the benchmark.
+For every kernel and process count the variants run back to back in rounds (their order
+alternating between rounds). Ratios are the median over rounds of the ratio within a round,
+so slow drift of a shared machine cancels; the Mop/s shown are the best of the rounds (a busy
+machine only ever slows a run down). Every run must verify; a failed one stops the benchmark.
 
 Run:  .venv/bin/python benchmarks/npb_mops.py [--class A] [--rounds 1] [--kernels cg,mg,ft,is,ep]
         [--reference-bin DIR] [--reference-mpiexec PATH] [--reference-ld-path DIR]
@@ -18,6 +19,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -63,6 +65,11 @@ def best(runs: list[dict]) -> dict:
     return max(runs, key=lambda r: r["mops"])
 
 
+def paired(a: list[dict], b: list[dict]) -> float:
+    """Median over rounds of a's Mop/s over b's in the same round."""
+    return statistics.median(x["mops"] / y["mops"] for x, y in zip(a, b, strict=True))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--class", dest="cls", default="A")
@@ -85,13 +92,18 @@ def main() -> None:
                 )
                 has_ref = ref_bin is not None and ref_bin.exists()
                 runs: dict[str, list[dict]] = {"native": [], "vm-net": [], "reference": []}
-                for _ in range(args.rounds):
-                    for env in ("native", "vm-net"):
-                        runs[env].append(ours(kernel, args.cls, p, env, results))
-                    if has_ref:
-                        runs["reference"].append(
-                            reference(ref_bin, p, args.reference_mpiexec, args.reference_ld_path)
-                        )
+                for rnd in range(args.rounds):
+                    order = ["native", "vm-net"] + (["reference"] if has_ref else [])
+                    if rnd % 2:
+                        order.reverse()
+                    for variant in order:
+                        if variant == "reference":
+                            res = reference(
+                                ref_bin, p, args.reference_mpiexec, args.reference_ld_path
+                            )
+                        else:
+                            res = ours(kernel, args.cls, p, variant, results)
+                        runs[variant].append(res)
                 nat, vm = best(runs["native"]), best(runs["vm-net"])
                 row = {
                     "kernel": kernel.upper(),
@@ -99,14 +111,14 @@ def main() -> None:
                     "P": p,
                     "native_mops": nat["mops"],
                     "vmnet_mops": vm["mops"],
-                    "vmnet_over_native": vm["mops"] / nat["mops"],
+                    "vmnet_over_native": paired(runs["vm-net"], runs["native"]),
                     "native_time_s": nat["time_s"],
                     "vmnet_time_s": vm["time_s"],
                 }
                 if has_ref:
                     ref = best(runs["reference"])
                     row["reference_mops"] = ref["mops"]
-                    row["native_over_reference"] = nat["mops"] / ref["mops"]
+                    row["native_over_reference"] = paired(runs["native"], runs["reference"])
                 rows.append(row)
                 print(json.dumps(row), flush=True)
 
@@ -151,7 +163,8 @@ def markdown(rows: list[dict], args: argparse.Namespace) -> str:
     m = machine()
     lines += [
         "",
-        f"Class {args.cls}, best of {args.rounds} round(s) per variant, variants interleaved. "
+        f"Class {args.cls}, {args.rounds} round(s); Mop/s: best of the rounds; ratios: median "
+        "over rounds of the within-round ratio. "
         f"Machine: {m.get('cpu', '?')}, {m['cpus']} cores (shared); "
         f"load average at the end {m.get('load_avg_at_end', '?')}.",
         "",
