@@ -241,7 +241,7 @@ def main(ctx: RunContext) -> dict:
             "load_imbalance": max(busy) / mean_busy if mean_busy > 0 else 1.0,
         },
         "verified": verified,
-        "outputs": [str(summary_path)] + [x for it in items for x in (it["stdout"], it["stderr"])],
+        "outputs": [str(summary_path), str(out_dir)],  # per-item files are listed in the summary
         "report": "\n".join(lines),
     }
 
