@@ -45,6 +45,40 @@ int main(int argc, char **argv) {
     char *buf = calloc(bytes + 1, 1);
     int warm = n / 10 + 10;
     double t = 0;
+    if (strcmp(argv[1], "ab") == 0) {
+        /* Blocks of round trips through the wrapper (MPI_) and around it (PMPI_), alternating,
+         * in one process: both see the same machine at the same moment. */
+        int blocks = 200, per = n / blocks > 0 ? n / blocks : 1;
+        double *ta = calloc(blocks, sizeof(double)), *tb = calloc(blocks, sizeof(double));
+        for (int b = -2; b < blocks; b++) { /* two warm-up blocks */
+            for (int v = 0; v < 2; v++) {
+                int wrapped = (b & 1) ? v : 1 - v;
+                PMPI_Barrier(MPI_COMM_WORLD);
+                double t0 = MPI_Wtime();
+                for (int i = 0; i < per; i++) {
+                    if (wrapped && r == 0) {
+                        MPI_Send(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+                        MPI_Recv(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    } else if (wrapped && r == 1) {
+                        MPI_Recv(buf, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                        MPI_Send(buf, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+                    } else if (r == 0) {
+                        PMPI_Send(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD);
+                        PMPI_Recv(buf, bytes, MPI_BYTE, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                    } else if (r == 1) {
+                        PMPI_Recv(buf, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                        PMPI_Send(buf, bytes, MPI_BYTE, 0, 1, MPI_COMM_WORLD);
+                    }
+                }
+                double t = (MPI_Wtime() - t0) / per / 2 * 1e6;
+                if (b >= 0) (wrapped ? tb : ta)[b] = t;
+            }
+        }
+        if (r == 0)
+            for (int b = 0; b < blocks; b++) printf("%.6f %.6f\n", ta[b], tb[b]);
+        MPI_Finalize();
+        return 0;
+    }
     if (strcmp(argv[1], "rank") == 0) {
         int x;
         for (int i = 0; i < warm; i++) MPI_Comm_rank(MPI_COMM_WORLD, &x);
@@ -93,6 +127,15 @@ def run_c(exe: Path, mode: str, iters: int, nbytes: int, env: dict[str, str]) ->
     return float(r.stdout.split()[-1])
 
 
+def run_ab(exe: Path, iters: int, nbytes: int, env: dict[str, str]) -> list[tuple[float, float]]:
+    """(bypass, wrapped) half-round-trip microseconds of each block of the "ab" mode."""
+    genv = [a for k, v in env.items() for a in ("-genv", k, v)]
+    cmd = [venv_bin("mpiexec"), "-n", "2", *genv, str(exe), "ab", str(iters), str(nbytes)]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=True)
+    pairs = [ln.split() for ln in r.stdout.splitlines() if ln.strip()]
+    return [(float(a), float(b)) for a, b in pairs]
+
+
 def run_app(app: str, params: dict, env: dict[str, str]) -> float:
     job = Job(app=app, params=params, nprocs=2, layout=Layout(1, 2, 1))
     outcome = run_plan(plan_job(job, None, env), Monitor(), None)
@@ -123,7 +166,7 @@ def main() -> None:
     )
     args = ap.parse_args()
     params = json.loads(args.params)
-    rows = []
+    rows, ab_rows = [], []
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = Path(tmp_s)
         exe = build_program(tmp)
@@ -150,6 +193,12 @@ def main() -> None:
                 lambda w, m=mode, n=iters, x=extra: run_c(exe, m, n, args.bytes, {**x, **env(w)}),
             )
             rows.append((label, unit, base, prof))
+        for label, extra, iters in (
+            ("native", {}, args.iters),
+            ("vm-net (TCP)", vm_net, args.iters // 4),
+        ):
+            pairs = run_ab(exe, iters, args.bytes, {**extra, **env(True)})
+            ab_rows.append((label, pairs))
         base, prof = side_by_side(args.rounds, lambda w: run_app(args.app, params, env(w)))
         rows.append((f"application {args.app} {json.dumps(params)}, 2 ranks", "s", base, prof))
         app_profile = [json.loads(p.read_text()) for p in sorted(out.glob("rank-*.json"))]
@@ -179,6 +228,23 @@ def main() -> None:
                 "ratio_median": p / b,
                 "ratio_paired_median": paired,
                 "ratio_min": pm / bm,
+            }
+        )
+    for label, pairs in ab_rows:
+        bypass = statistics.median(a for a, _ in pairs)
+        wrapped = statistics.median(b for _, b in pairs)
+        ratio = statistics.median(b / a for a, b in pairs)
+        lines.append(
+            f"| ping-pong {args.bytes} B, {label}, one process: blocks of MPI_ (wrapped) vs "
+            f"PMPI_ (bypass), {len(pairs)} pairs | us | {bypass:.4g} | {wrapped:.4g} | "
+            f"{wrapped / bypass:.3f} | {ratio:.3f} | {(wrapped - bypass) * 1e3:.0f} ns |"
+        )
+        data.append(
+            {
+                "measurement": f"ping-pong {label}, interleaved blocks",
+                "bypass_us": [a for a, _ in pairs],
+                "wrapped_us": [b for _, b in pairs],
+                "ratio_paired_median": ratio,
             }
         )
     # The wrapper's own cost times the number of calls the app made (from the last profiled
