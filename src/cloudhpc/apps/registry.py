@@ -6,41 +6,38 @@ HEP readers are slow to import). Each function has the signature ``main(ctx: Run
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 
-from ..errors import CloudhpcError
+from ..registry import Registry
 
-APPS: dict[str, str] = {
-    # micro-benchmarks (issue: foundation)
-    "bench.pingpong": "cloudhpc.bench.p2p:pingpong",
-    "bench.pingping": "cloudhpc.bench.p2p:pingping",
-    "bench.bw": "cloudhpc.bench.p2p:bw",
-    "bench.bibw": "cloudhpc.bench.p2p:bibw",
-    "bench.coll": "cloudhpc.bench.coll:main",
-    # NAS Parallel Benchmark kernels (issue 5)
-    "npb": "cloudhpc.npb.app:main",
-    # data-analysis seed applications (issue 3): map-only and map-reduce
-    "files": "cloudhpc.apps.files:main",
-    "hep": "cloudhpc.apps.hep:main",
-    # numeric seed applications (issue 3)
-    "kmeans": "cloudhpc.apps._kmeans_job:main",
-    "matmul": "cloudhpc.apps.matmul:main",
-    "wave": "cloudhpc.apps._wave_job:main",
-    # test hook: a rank that fails or crashes on purpose
-    "selftest": "cloudhpc.apps.selftest:main",
-}
+APPS = Registry(
+    "app",
+    {
+        # micro-benchmarks (issue: foundation)
+        "bench.pingpong": "cloudhpc.bench.p2p:pingpong",
+        "bench.pingping": "cloudhpc.bench.p2p:pingping",
+        "bench.bw": "cloudhpc.bench.p2p:bw",
+        "bench.bibw": "cloudhpc.bench.p2p:bibw",
+        "bench.coll": "cloudhpc.bench.coll:main",
+        # NAS Parallel Benchmark kernels (issue 5)
+        "npb": "cloudhpc.npb.app:main",
+        # data-analysis seed applications (issue 3): map-only and map-reduce
+        "files": "cloudhpc.apps.files:main",
+        "hep": "cloudhpc.apps.hep:main",
+        # numeric seed applications (issue 3)
+        "kmeans": "cloudhpc.apps._kmeans_job:main",
+        "matmul": "cloudhpc.apps.matmul:main",
+        "wave": "cloudhpc.apps._wave_job:main",
+        # test hook: a rank that fails or crashes on purpose
+        "selftest": "cloudhpc.apps.selftest:main",
+    },
+)
 
 
 def register(name: str, target: str) -> None:
     """Add an app at import time (plugins); `target` is "module:function"."""
-    APPS[name] = target
+    APPS.register(name, target)
 
 
 def resolve(name: str) -> Callable:
-    try:
-        target = APPS[name]
-    except KeyError:
-        raise CloudhpcError(f"unknown app {name!r}; known: {', '.join(sorted(APPS))}") from None
-    module, func = target.split(":")
-    return getattr(importlib.import_module(module), func)
+    return APPS.lookup(name)

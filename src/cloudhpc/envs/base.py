@@ -7,7 +7,7 @@ rate-capped network environment). Register a new one with `register_environment`
 
 from __future__ import annotations
 
-from ..errors import CloudhpcError
+from ..registry import Registry
 
 
 class Environment:
@@ -27,16 +27,12 @@ class Environment:
         return {"name": self.name, "description": self.description, "variables": self.variables()}
 
 
-ENVIRONMENTS: dict[str, Environment] = {}
+ENVIRONMENTS = Registry("environment")
 
 
 def register_environment(env: Environment) -> None:
-    ENVIRONMENTS[env.name] = env
+    ENVIRONMENTS.register(env.name, env)
 
 
 def get_environment(name: str) -> Environment:
-    try:
-        return ENVIRONMENTS[name]
-    except KeyError:
-        known = ", ".join(sorted(ENVIRONMENTS))
-        raise CloudhpcError(f"unknown environment {name!r}; known: {known}") from None
+    return ENVIRONMENTS.lookup(name)

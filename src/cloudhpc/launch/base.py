@@ -12,6 +12,7 @@ import sys
 from ..envs import get_environment
 from ..errors import CloudhpcError
 from ..job import Job
+from ..registry import Registry
 from .plan import LaunchPlan
 
 
@@ -67,19 +68,15 @@ class Launcher:
         )
 
 
-LAUNCHERS: dict[str, Launcher] = {}
+LAUNCHERS = Registry("launcher")
 
 
 def register_launcher(launcher: Launcher) -> None:
-    LAUNCHERS[launcher.name] = launcher
+    LAUNCHERS.register(launcher.name, launcher)
 
 
 def get_launcher(name: str) -> Launcher:
-    try:
-        return LAUNCHERS[name]
-    except KeyError:
-        known = ", ".join(sorted(LAUNCHERS))
-        raise CloudhpcError(f"unknown launcher {name!r}; known: {known}") from None
+    return LAUNCHERS.lookup(name)
 
 
 def choose_launcher(has_hosts: bool, engine: str) -> str:
