@@ -75,7 +75,7 @@ def busy_s(record: dict) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller inputs (a smoke run)")
-    ap.add_argument("--repeat", type=int, default=2, help="runs per configuration (best kept)")
+    ap.add_argument("--repeat", type=int, default=2, help="rounds over all configurations")
     args = ap.parse_args()
     events, nfiles = (400_000, 4) if args.quick else (4_000_000, 8)
     # 16 items; the first four cost 4 units, the others 1: static blocks are unbalanced
@@ -86,7 +86,6 @@ def main() -> None:
         d = Path(tmp)
         cmd, inputs = files_inputs(d, units)
         hep_files = hep_inputs(d, events, nfiles)
-        runs: dict[tuple[str, str, int], dict] = {}
 
         def files_run(schedule: str, p: int, engine: str = "mpi") -> dict:
             out = d / f"out-{schedule}-{engine}-{p}"
@@ -112,33 +111,52 @@ def main() -> None:
             configs[("files static", "mpi", p)] = lambda p=p: files_run("static", p)
             configs[("hep", "mpi", p)] = lambda p=p: hep_run(p)
         configs[("hep spill 64k", "mpi", 2)] = lambda: hep_run(2, budget="64k")
-        # rounds over all configurations, keeping each one's fastest run: a neighbour's burst of
-        # load on this shared machine then hits every configuration alike
+        # rounds over all configurations; ratios are taken within a round (side by side), then
+        # the median over rounds, so a neighbour's burst of load on this shared machine shifts
+        # both sides of a ratio alike
+        rounds: list[dict] = []
         for _ in range(args.repeat):
-            for key, run in configs.items():
-                rec = run()
-                if key not in runs or busy_s(rec) < busy_s(runs[key]):
-                    runs[key] = rec
+            rounds.append({key: run() for key, run in configs.items()})
         plain_s, plain_noimport_s, plain_counts = plain_histogram_s(hep_files)
 
-        for (app, engine, p), rec in runs.items():
-            assert rec["verified"] is True, (app, engine, p)
-            base_app = "files dynamic" if app.startswith("files") else "hep"
-            t1 = busy_s(runs[(base_app, "mpi", 1)])
-            t = busy_s(rec)
-            row = [app, engine, p, total_s(rec), phase_s(rec, "import"), phase_s(rec, "check"), t]
-            row += [speedup(t1, t), parallel_overhead(t, p, t1)]
-            row.append(rec["metrics"].get("load_imbalance", "-"))
-            row.append(phase_s(rec, "load"))
+        def median(f) -> float:
+            return float(np.median([f(rnd) for rnd in rounds]))
+
+        for key in configs:
+            app, engine, p = key
+            assert all(rnd[key]["verified"] is True for rnd in rounds), key
+            base = ("files dynamic" if app.startswith("files") else "hep", "mpi", 1)
+            s = median(lambda rnd, key=key, base=base: speedup(busy_s(rnd[base]), busy_s(rnd[key])))
+            row = [app, engine, p, median(lambda rnd, key=key: total_s(rnd[key]))]
+            for name in ("import", "check"):
+                row.append(median(lambda rnd, key=key, name=name: phase_s(rnd[key], name)))
+            f = median(
+                lambda rnd, key=key, base=base, p=p: parallel_overhead(
+                    busy_s(rnd[key]), p, busy_s(rnd[base])
+                )
+            )
+            row += [median(lambda rnd, key=key: busy_s(rnd[key])), s, f]
+            if app.startswith("files"):
+                row.append(median(lambda rnd, key=key: rnd[key]["metrics"]["load_imbalance"]))
+                if app == "files static":
+                    dyn = ("files dynamic", "mpi", p)
+                    row.append(
+                        median(lambda rnd, key=key, dyn=dyn: busy_s(rnd[key]) / busy_s(rnd[dyn]))
+                    )
+                else:
+                    row.append("-")
+            else:
+                row += ["-", "-"]
             rows.append(row)
-            raw[f"{app}|{engine}|{p}"] = {
-                "total_s": t, "phases": rec["timings"]["phases"], "metrics": rec["metrics"],
-                "command": rec["_cmd"],
-            }  # fmt: skip
+            raw["|".join(map(str, key))] = [
+                {"total_s": total_s(rnd[key]), "phases": rnd[key]["timings"]["phases"],
+                 "metrics": rnd[key]["metrics"], "command": rnd[key]["_cmd"]}
+                for rnd in rounds
+            ]  # fmt: skip
         same = bool(np.array_equal(np.load(d / "h.npz")["counts"], plain_counts))
 
     header = ["app", "engine", "P", "total s", "import s", "check s", "T(P) s", "speedup", "f(P)"]
-    header += ["imbalance", "load s"]
+    header += ["imbalance", "static / dynamic"]
     notes = [
         f"Machine: {machine()}.",
         f"files: {len(units)} items of unequal CPU cost (units {units}), a Python process each; "
@@ -147,11 +165,11 @@ def main() -> None:
         "total: the record's total (inside the job, all phases); import: hep importing uproot "
         "and boost-histogram (a per-process start-up cost, like MPI init); check: --check, rank 0 "
         "re-reading every event for the reference; T(P) = total - import - check. "
-        "speedup and f(P) = (P T(P) - T(1)) / T(1) against the mpi engine at P = 1; P = 4 is "
-        f"oversubscribed (2 cores); each figure is the fastest of {args.repeat} rounds over all "
-        "configurations. imbalance: "
-        "the busiest rank's item seconds over the mean (files). load s: hep's reading phase "
-        "(opening files, decompressing), the max over ranks.",
+        "speedup = T(1) / T(P) against the mpi engine at P = 1 in the same round, and "
+        "f(P) = (P T(P) - T(1)) / T(1); P = 4 is oversubscribed (2 cores). "
+        f"Every figure is the median over {args.repeat} rounds of all configurations. imbalance: "
+        "the busiest rank's item seconds over the mean (files); static / dynamic: T(P) of static "
+        "blocks over dynamic hand-out at the same P, in the same round.",
         f"A plain one-process script (uproot reads every file, numpy.histogram2d): "
         f"{plain_s:.3f} s ({plain_noimport_s:.3f} s without importing uproot); its counts equal "
         f"cloudhpc's: {same}.",
