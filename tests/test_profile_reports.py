@@ -108,3 +108,18 @@ def test_rank_file_format_checked(tmp_path):
     (tmp_path / "rank-00000.json").write_text("{half")
     with pytest.raises(CloudhpcError, match="cannot read rank profile"):
         read_rank_dir(tmp_path, 1)
+
+
+def test_library_build_is_cached_and_safe_concurrently(tmp_path, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from cloudhpc.profile.build import LIBRARY_NAME, library_path
+
+    monkeypatch.setenv("CLOUDHPC_CACHE_DIR", str(tmp_path))
+    with ThreadPoolExecutor(2) as ex:
+        paths = list(ex.map(lambda _: library_path(), range(2)))
+    assert len(set(paths)) == 1 and paths[0].is_relative_to(tmp_path)
+    assert paths[0].read_bytes()[:4] == b"\x7fELF"
+    assert [p.name for p in paths[0].parent.iterdir()] == [LIBRARY_NAME]  # no temporaries left
+    before = paths[0].stat().st_mtime_ns
+    assert library_path() == paths[0] and paths[0].stat().st_mtime_ns == before  # reused
