@@ -82,6 +82,9 @@ def test_compare_rows(three_ranks_one_missing):
     assert by["MPI_Barrier"]["B/A time"] == pytest.approx(0.25)
     assert by["MPI_Send"]["B msec"] == 0 and by["MPI_Send"]["B/A time"] == 0
     assert by["MPI_Recv"]["B #Call"] == 0 and by["MPI_Recv"]["B/A calls"] == 0
+    total = by[report.MPI_TOTAL_ROW]  # mean MPI time per rank: A (0.8 + 1.2) / 2 s, B 0.1 s
+    assert total["A msec"] == pytest.approx(1000.0) and total["B msec"] == pytest.approx(100.0)
+    assert total["A #Call"] == 6 and total["B #Call"] == 2
 
 
 def test_round_trip_and_schema_errors(three_ranks_one_missing, tmp_path):

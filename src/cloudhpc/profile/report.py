@@ -149,10 +149,25 @@ def collective_rows(profile: Profile) -> list[dict[str, Any]]:
     return rows
 
 
+MPI_TOTAL_ROW = "(all MPI calls)"
+
+
+def _with_mpi_total(p: Profile) -> dict[str, dict[str, Any]]:
+    rows = {r["Name"]: r for r in pprof_rows(p)}
+    n = len(p.ranks)
+    if n:
+        calls = sum(c.count for r in p.ranks for c in r.calls.values()) / n
+        rows[MPI_TOTAL_ROW] = {
+            "Exclusive msec": sum(r.mpi_s for r in p.ranks) / n * 1e3,
+            "#Call": int(calls) if calls == int(calls) else calls,
+        }
+    return rows
+
+
 def compare_rows(a: Profile, b: Profile) -> list[dict[str, Any]]:
-    """Mean exclusive time per function in A and B, B/A ratios, sorted by |B - A|."""
-    ra = {r["Name"]: r for r in pprof_rows(a)}
-    rb = {r["Name"]: r for r in pprof_rows(b)}
+    """Mean exclusive time per function in A and B (and of all MPI calls together: 004's MPI
+    versus application time), B/A ratios, sorted by |B - A|."""
+    ra, rb = _with_mpi_total(a), _with_mpi_total(b)
     rows = []
     for name in set(ra) | set(rb):
         x, y = ra.get(name), rb.get(name)
