@@ -230,6 +230,7 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
         p.add_argument("b", metavar="B", help="profile compared with A")
         p.add_argument("--top", type=int, default=20, metavar="N", help="rows shown")
         p.add_argument("--csv", metavar="FILE", help="also write the comparison table as CSV")
+        p.add_argument("--plot", metavar="STEM", help="also draw STEM.png and STEM.svg (bars)")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     args = p.parse_args(target[1:])
     args.json = args.json or outer.json
@@ -249,6 +250,14 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
     rows = report.compare_rows(a, b)
     if args.csv:
         report.write_csv(rows, args.csv)
+    if args.plot:
+        from ..profile.plots import compare_bars
+
+        labels = tuple(
+            f"{k}: {x.meta.get('env', '?')}, {x.nprocs} ranks ({os.path.basename(str(path))})"
+            for k, x, path in (("A", a, args.a), ("B", b, args.b))
+        )
+        compare_bars(rows, args.plot, labels, top=args.top)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0

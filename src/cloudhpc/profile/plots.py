@@ -94,3 +94,24 @@ def matrix_heatmap(profile: Profile, stem: str | os.PathLike) -> list[Path]:
     paths = _save(fig, Path(stem))
     plt.close(fig)
     return paths
+
+
+def compare_bars(
+    rows: list[dict], stem: str | os.PathLike, labels: tuple[str, str], top: int = 10
+) -> list[Path]:
+    """Mean exclusive time per rank of the functions that differ most, A and B side by side
+    (004, chapter 7: the same calls in a physical and a virtual cluster)."""
+    plt = _pyplot()
+    rows = rows[:top]
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(rows) + 2), 4.0))
+    x = np.arange(len(rows))
+    ax.bar(x - 0.2, [r["A msec"] for r in rows], 0.4, label=labels[0])
+    ax.bar(x + 0.2, [r["B msec"] for r in rows], 0.4, label=labels[1])
+    names = [r["Name"].removeprefix("MPI_") for r in rows]
+    ax.set_xticks(x, names, rotation=30, ha="right")
+    ax.set_ylabel("mean exclusive time per rank (ms)")
+    ax.set_title("A vs B, sorted by |B - A|", fontsize="medium")
+    ax.legend(fontsize="small")
+    paths = _save(fig, Path(stem))
+    plt.close(fig)
+    return paths
