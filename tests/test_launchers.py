@@ -48,7 +48,7 @@ def test_local_argv_env_and_binding():
         sys.executable
     )
     assert argv[1:3] == ["-n", "1"]
-    assert argv[3:5] == ["-bind-to", "core:1"]
+    assert "-bind-to" not in argv  # no --layout: placement left to the OS
     assert _genv(argv)["MPIR_CVAR_NOLOCAL"] == "0"
     assert argv[-3:-1] == ["-m", "cloudhpc.worker"]
     job_back = Job.from_json(argv[-1])
@@ -62,7 +62,9 @@ def test_layout_threads_are_exported_and_bound():
     assert _genv(plan.argv)["NUMBA_NUM_THREADS"] == "2"
     assert "-bind-to" not in plan.argv  # oversubscribed ranks are not pinned
     if CORES >= 2:
-        plan = plan_job(_job(nprocs=1, layout=Layout(2, 1, 1)), preflight=False)
+        plan = plan_job(
+            _job(nprocs=1, layout=Layout(2, 1, 1), layout_given=True), preflight=False
+        )
         assert plan.argv[3:5] == ["-bind-to", "core:2"]
 
 

@@ -17,9 +17,10 @@ def hydra_env_args(env: dict[str, str]) -> list[str]:
 
 
 def hydra_binding(job: Job) -> list[str]:
-    # Bind each rank to T cores when the cores suffice; binding oversubscribed ranks would pile
-    # them onto the same cores.
-    if job.oversubscribe:
+    # With an explicit --layout, bind each rank to T cores. Without one, leave placement to the
+    # OS: Hydra would pin rank i to core i, and concurrent jobs would then all share core 0.
+    # Oversubscribed ranks are never pinned (they would pile onto the same cores).
+    if job.oversubscribe or not job.layout_given:
         return []
     return ["-bind-to", f"core:{job.layout.threads}"]
 
