@@ -161,7 +161,10 @@ def _shuffle(
                 counts = np.zeros(engine.size, dtype=np.int64)
             else:
                 dest = partitioner(block.keys, engine.size)
-                order = np.argsort(dest, kind="stable")
+                # stable, so each destination's rows keep their key order; 16-bit destinations
+                # let NumPy use its linear-time radix sort
+                small = dest.astype(np.int16) if engine.size < 2**15 else dest
+                order = np.argsort(small, kind="stable")
                 packed = np.empty(len(block), dtype=row_dtype)
                 packed["k"] = block.keys[order]
                 packed["v"] = block.values[order]
@@ -171,7 +174,7 @@ def _shuffle(
             got = engine.alltoallv(packed, counts)
             stats.rounds += 1
         with timer.phase("compute"):
-            received.append(KeyValues(got["k"].copy(), got["v"].copy()))
+            received.append(KeyValues(got["k"], got["v"]))  # views; fold copies when it sorts
             if combiner is not None and len(received) > 1:
                 received = [fold(concat(received), combiner)]  # keep the reduce side small
             block = next(blocks, None)
