@@ -200,7 +200,11 @@ def plot(rows: list[dict], path: Path, cls: str) -> None:
     ax.set_xticks(x, kernels)
     ax.set_yscale("log")
     ax.set_ylabel("Mop/s total (log)")
-    ax.set_title(f"NPB class {cls}: native vs vm-net (labels: vm-net / native)")
+    ax.set_title(
+        f"NPB class {cls}: native vs vm-net (bars: best round; labels: median of "
+        "within-round vm-net / native)",
+        fontsize=10,
+    )
     ax.legend(fontsize=8)
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
