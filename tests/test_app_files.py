@@ -108,3 +108,19 @@ def test_files_bad_input_is_one_line(tmp_path, results, cmd, inputs, needle):
     )  # fmt: skip
     assert_one_line_error(r, needle)
     assert not (tmp_path / "out").exists()
+
+
+def test_name_and_out_placeholders_let_a_program_write_its_own_files(tmp_path, results):
+    inputs = []
+    for i in range(3):
+        f = tmp_path / f"r{i}.fsa"
+        f.write_text(f"reads {i}")
+        inputs.append(str(f))
+    out = tmp_path / "out"
+    r = run_cli(
+        "run", "files", *inputs, "--cmd", "cp {input} {out}/{name}.contigs", "--out", str(out),
+        "-n", "2", "--check", "--results", str(results),
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    for i in range(3):
+        assert (out / f"r{i}.fsa.contigs").read_text() == f"reads {i}"

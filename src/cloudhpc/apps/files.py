@@ -2,7 +2,8 @@
 
 `cloudhpc run files --cmd 'PROG {input} ARGS' --out DIR INPUTS...`. The command is split with
 shlex into argv and run without a shell, so no file name can inject a command; `{input}` in any
-argument is replaced by the input's path. For each input, DIR/<name>.stdout and DIR/<name>.stderr
+argument is replaced by the input's path ({name}: its file name; {out}: DIR, for programs that
+write files of their own, as CAP3 does). For each input, DIR/<name>.stdout and DIR/<name>.stderr
 (of the last attempt), and DIR/summary.json with every item's exit code, attempts and seconds.
 Every file appears atomically (written to a temporary name in DIR, then os.replace). Items are
 handed out dynamically, a failed item is retried up to --retries times, and the command exits
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -43,7 +45,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--cmd",
         required=True,
         metavar="'PROG {input} ARGS'",
-        help="program and arguments (no shell); {input} is replaced by each input's path",
+        help="program and arguments (no shell); {input} is replaced by each input's path, "
+        "{name} by its file name and {out} by the output directory (for programs that write "
+        "files of their own)",
     )
     p.add_argument("--out", required=True, metavar="DIR", help="output directory")
     p.add_argument(
@@ -144,10 +148,19 @@ def _temp_in(directory: Path, name: str):
     )
 
 
+_FIELD = re.compile(r"\{input\}|\{name\}|\{out\}")
+
+
+def _expand(arg: str, fields: dict[str, str]) -> str:
+    # one pass: a path that itself contains "{out}" is not expanded again
+    return _FIELD.sub(lambda m: fields[m.group(0)], arg)
+
+
 def run_one(argv_template: list[str], out_dir: Path, timeout: float | None, path: str) -> dict:
     """Run the program on one input; its stdout/stderr land atomically in out_dir."""
-    argv = [a.replace(PLACEHOLDER, path) for a in argv_template]
     name = os.path.basename(path)
+    fields = {PLACEHOLDER: path, "{name}": name, "{out}": str(out_dir)}
+    argv = [_expand(a, fields) for a in argv_template]
     with _temp_in(out_dir, name + ".stdout") as fo, _temp_in(out_dir, name + ".stderr") as fe:
         try:
             proc = subprocess.run(
