@@ -59,6 +59,10 @@ SCRIPT = textwrap.dedent(
         seen.append(mine)
     out["dynamic"] = e.gather_objects(seen)
     out["static"] = e.gather_objects(list(e.static_range(10)))
+    calls = []
+    for i in e.dynamic_range(7, progress=lambda done, total: calls.append([done, total])):
+        time.sleep(0.002 * (i % 2))
+    out["progress"] = e.gather_objects(calls)
     if r == 0:
         print(json.dumps(out))
     """
@@ -91,6 +95,10 @@ def test_mpi_engine_primitives(tmp_path, nprocs):
     for call, n in enumerate((0, 1, 10, 2, 1, 5, 1, 0, 3)):
         got = sorted(i for per_rank in out["dynamic"] for i in per_rank[call])
         assert got == list(range(n))
+    # the root hears of every finished item, wherever it ran; other ranks hear nothing
+    root_calls, *others = out["progress"]
+    assert sorted(root_calls) == [[d, 7] for d in range(1, 8)]
+    assert all(calls == [] for calls in others)
     blocks = out["static"]
     assert sum(blocks, []) == list(range(10))
     assert max(map(len, blocks)) - min(map(len, blocks)) <= 1
@@ -104,6 +112,10 @@ def test_serial_engine_is_the_identity():
     np.testing.assert_array_equal(e.allreduce(a, "max"), a)
     np.testing.assert_array_equal(e.alltoallv(a, [2]), a)
     assert list(e.dynamic_range(4)) == [0, 1, 2, 3] and list(e.static_range(3)) == [0, 1, 2]
+    calls = []
+    for _ in e.dynamic_range(3, progress=lambda done, total: calls.append((done, total))):
+        assert len(calls) == _  # an item counts as done once the next one is asked for
+    assert calls == [(1, 3), (2, 3), (3, 3)]
     with pytest.raises(ValueError):
         e.allreduce(a, "mean")
     with pytest.raises(ValueError):

@@ -200,6 +200,7 @@ def main(ctx: RunContext) -> dict:
         retries=int(p.get("retries", 0)),
         schedule=p.get("schedule", "dynamic"),
         timer=ctx,
+        progress=lambda done, total: ctx.progress(done, total, "items"),
     )
     if outcomes is None:
         return {}

@@ -12,12 +12,15 @@ Array collectives take and return NumPy arrays; the object methods are for small
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 REDUCE_OPS = ("sum", "prod", "min", "max")
+
+# progress(done, total): called on the root as items finish (drives a progress bar)
+Progress = Callable[[int, int], None]
 
 
 class Engine(ABC):
@@ -65,14 +68,33 @@ class Engine(ABC):
 
     # --- scheduling --------------------------------------------------------------------------
     @abstractmethod
-    def dynamic_range(self, n: int) -> Iterator[int]:
+    def dynamic_range(self, n: int, progress: Progress | None = None) -> Iterator[int]:
         """Indices 0..n-1 handed out on demand: each index reaches exactly one worker, and a worker
         asks for the next one only when it has finished the previous (load balancing for items of
-        unequal cost). Collective: every worker must iterate it to the end."""
+        unequal cost). Collective: every worker must iterate it to the end. On the root,
+        `progress(done, n)` follows the items finished on every worker."""
 
     def static_range(self, n: int) -> range:
         """This worker's contiguous block of 0..n-1 (block sizes differ by at most one)."""
         return range(self.rank * n // self.size, (self.rank + 1) * n // self.size)
+
+
+def report_each(indices: Iterable[int], n: int, progress: Progress | None) -> Iterator[int]:
+    """Yield the indices; once the consumer comes back for the next one, count the last done."""
+    done = 0
+    for i in indices:
+        yield i
+        done += 1
+        call_progress(progress, done, n)
+
+
+def call_progress(progress: Progress | None, done: int, n: int) -> None:
+    if progress is None:
+        return
+    try:
+        progress(done, n)
+    except Exception:  # a progress display must never stop (or, in a thread, hang) a run
+        pass
 
 
 def check_op(op: str) -> str:

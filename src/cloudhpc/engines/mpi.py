@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Engine, check_op
+from .base import Engine, Progress, call_progress, check_op, report_each
 
 # Each dynamic_range call has its own pair of tags: a worker that got its last reply may already
 # ask for the next call's first item while the previous call's server still waits for others.
@@ -34,12 +34,21 @@ def _offsets(counts: np.ndarray) -> np.ndarray:
 
 
 class _Counter:
-    """The next unassigned index, shared by rank 0's main thread and its server thread."""
+    """The next unassigned index and the number of finished items, shared by rank 0's main
+    thread and its server thread."""
 
-    def __init__(self, n: int) -> None:
+    def __init__(self, n: int, progress: Progress | None) -> None:
         self._next = 0
+        self._done = 0
         self._n = n
+        self._progress = progress
         self._lock = threading.Lock()
+
+    def finished(self) -> None:
+        with self._lock:
+            self._done += 1
+            done = self._done
+        call_progress(self._progress, done, self._n)
 
     def take(self) -> int:
         with self._lock:
@@ -132,16 +141,16 @@ class MPIEngine(Engine):
         self.comm.Barrier()
 
     # --- scheduling --------------------------------------------------------------------------
-    def dynamic_range(self, n: int) -> Iterator[int]:
+    def dynamic_range(self, n: int, progress: Progress | None = None) -> Iterator[int]:
         if self.size == 1:
-            yield from range(n)
+            yield from report_each(range(n), n, progress)
             return
         tag = 2 * (self._calls % _TAG_SPAN)  # request tag; the reply's is tag + 1
         self._calls += 1
         if self.rank != 0:
             yield from self._ask(tag)
             return
-        counter = _Counter(n)
+        counter = _Counter(n, progress)
         if not self._threaded:
             self._serve(counter, tag)  # pure master: rank 0 takes no items itself
             return
@@ -150,6 +159,7 @@ class MPIEngine(Engine):
         try:
             while (i := counter.take()) >= 0:
                 yield i
+                counter.finished()
         finally:
             server.join()
 
@@ -169,11 +179,15 @@ class MPIEngine(Engine):
         request = np.empty(1, dtype=np.int64)
         reply = np.empty(1, dtype=np.int64)
         active = self.size - 1
+        asked: set[int] = set()  # a worker's second and later requests mean an item finished
         idle = 0
         while active:
             if self._sched.Iprobe(source=MPI.ANY_SOURCE, tag=tag, status=status):
                 source = status.Get_source()
                 self._sched.Recv(request, source=source, tag=tag)
+                if source in asked:
+                    counter.finished()
+                asked.add(source)
                 reply[0] = counter.take()
                 self._sched.Send(reply, dest=source, tag=tag + 1)
                 if reply[0] < 0:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .base import Engine, check_op
+from .base import Engine, Progress, check_op, report_each
 
 
 class SerialEngine(Engine):
@@ -47,5 +47,5 @@ class SerialEngine(Engine):
     def barrier(self) -> None:
         pass
 
-    def dynamic_range(self, n: int) -> Iterator[int]:
-        return iter(range(n))
+    def dynamic_range(self, n: int, progress: Progress | None = None) -> Iterator[int]:
+        return report_each(range(n), n, progress)

@@ -18,11 +18,11 @@ Example (any engine; the same code runs on `serial` and on every MPI rank)::
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..engines.base import Engine
+from ..engines.base import Engine, Progress, report_each
 from ._timing import PhaseTimer, timer_or_null
 
 
@@ -67,6 +67,13 @@ def run_item(
     return out
 
 
+def _scaled(progress: Progress | None, n: int) -> Progress | None:
+    """The root sees only its own static block: its fraction, scaled to all n (an estimate)."""
+    if progress is None:
+        return None
+    return lambda done, total: progress(done * n // max(total, 1), n)
+
+
 def map_only(
     engine: Engine,
     fn: Callable[[Any], Any],
@@ -75,27 +82,29 @@ def map_only(
     retries: int = 0,
     schedule: str = "dynamic",
     timer: PhaseTimer | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> list[ItemOutcome] | None:
     """Apply `fn` to every item; the root gets every item's outcome in item order, others None.
 
     Every worker passes the same `items`. `schedule` is "dynamic" (on request) or "static"
-    (contiguous blocks). `progress(done_here, total)` is called after each item on each worker.
+    (contiguous blocks). `progress(done, total)` is called on the root as items finish anywhere
+    (with "static", an estimate from the root's own block).
     """
     if retries < 0:
         raise ValueError("retries must be >= 0")
     timer = timer_or_null(timer)
-    indices = engine.dynamic_range(len(items)) if schedule == "dynamic" else None
-    if indices is None:
-        if schedule != "static":
-            raise ValueError(f"unknown schedule {schedule!r}; use 'dynamic' or 'static'")
-        indices = iter(engine.static_range(len(items)))
+    n = len(items)
+    if schedule == "dynamic":
+        indices: Iterable[int] = engine.dynamic_range(n, progress)
+    elif schedule == "static":
+        block = engine.static_range(n)
+        indices = report_each(block, len(block), _scaled(progress, n) if engine.is_root else None)
+    else:
+        raise ValueError(f"unknown schedule {schedule!r}; use 'dynamic' or 'static'")
     mine: list[ItemOutcome] = []
     with timer.phase("compute"):
         for i in indices:
             mine.append(run_item(fn, items[i], i, retries, engine.rank))
-            if progress is not None:
-                progress(len(mine), len(items))
     with timer.phase("communicate"):
         per_worker = engine.gather_objects(mine)
     if per_worker is None:
