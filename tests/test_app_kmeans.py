@@ -122,3 +122,20 @@ def test_bad_input_is_one_line_and_writes_nothing(bad, results, extra, needle):
     assert_one_line_error(r, needle)
     assert not out.exists()
     assert not list(bad.glob(".centers-out.npy.*"))  # no temporary left behind either
+
+
+@pytest.mark.parametrize("layout", ["C float64", "C float32", "Fortran"])
+def test_rank_blocks_are_read_exactly(tmp_path, layout):
+    from cloudhpc.apps._arrays import block_range, open_npy, read_rows
+
+    a = np.random.default_rng(1).normal(size=(101, 3))
+    if layout == "C float32":
+        a = a.astype(np.float32)
+    elif layout == "Fortran":
+        a = np.asfortranarray(a)
+    np.save(tmp_path / "x.npy", a)
+    m = open_npy(str(tmp_path / "x.npy"), "points")
+    blocks = [read_rows(str(tmp_path / "x.npy"), m, *block_range(101, 3, r)) for r in range(3)]
+    assert all(b.dtype == np.float64 and b.flags.c_contiguous for b in blocks)
+    assert not any(isinstance(b, np.memmap) for b in blocks)  # in memory, not a file mapping
+    np.testing.assert_array_equal(np.concatenate(blocks), a.astype(np.float64))

@@ -62,6 +62,24 @@ def require_2d(arr: np.ndarray, what: str, path: str) -> None:
         raise CloudhpcError(f"{what} file {path} has shape {shape}; expected a 2-D array")
 
 
+def read_rows(path: str, arr: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """Rows [lo, hi) of the .npy file `path` (memory-mapped as `arr`) as a new float64 array.
+
+    Read with read(2) from the array's offset in the file: a real read into this process's
+    memory, so data kept by a map task stays in memory and re-reading it costs a read.
+    """
+    rows = hi - lo
+    if isinstance(arr, np.memmap) and arr.flags.c_contiguous and rows > 0:
+        per_row = int(np.prod(arr.shape[1:], dtype=np.int64))
+        with open(path, "rb") as f:
+            f.seek(arr.offset + lo * per_row * arr.dtype.itemsize)
+            out = np.fromfile(f, dtype=arr.dtype, count=rows * per_row)
+        if out.size != rows * per_row:
+            raise CloudhpcError(f"{path} is shorter than its header says (truncated file?)")
+        return out.reshape((rows, *arr.shape[1:])).astype(np.float64, copy=False)
+    return np.array(arr[lo:hi], dtype=np.float64, order="C")
+
+
 def check_output_path(path: str | None, what: str) -> None:
     """Fail before any work if the output cannot be written where asked."""
     if not path:

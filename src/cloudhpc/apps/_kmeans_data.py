@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._arrays import block_range, generated_rows
+from ._arrays import block_range, generated_rows, read_rows
 from ._kmeans_inputs import open_centers, open_points
 from ._kmeans_kernels import update_min_sqdist
 
@@ -61,7 +61,7 @@ def load_local_points(params: dict, rank: int, size: int) -> LocalPoints:
         arr = open_points(path)
         n = arr.shape[0]
         lo, hi = block_range(n, size, rank)
-        return LocalPoints(np.ascontiguousarray(arr[lo:hi], dtype=np.float64), lo, n)
+        return LocalPoints(read_rows(path, arr, lo, hi), lo, n)
     n, d = int(params["n"]), int(params["d"])
     lo, hi = block_range(n, size, rank)
     return LocalPoints(generate_points(int(params.get("seed", 0)), n, d, lo, hi), lo, n)
