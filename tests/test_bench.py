@@ -12,21 +12,25 @@ from cloudhpc.bench.sizes import default_sizes, parse_sizes, repetitions
 SIZES = "0,8,1k,64k,1m"
 
 
-def memcpy_mbytes_per_sec() -> float:
-    """Best-of-five NumPy copy bandwidth of a 64 MiB buffer: no message can beat one copy."""
-    src = np.ones(64 * 1024 * 1024, dtype=np.uint8)
+def memcpy_mbytes_per_sec(nbytes: int) -> float:
+    """Best NumPy copy bandwidth for a buffer of this size (in cache when it fits, as the
+    benchmark's reused buffers are): a message needs at least one copy, so it cannot go faster."""
+    src = np.ones(nbytes, dtype=np.uint8)
     dst = np.empty_like(src)
+    reps = max(1, (64 << 20) // nbytes)
     best = float("inf")
-    for _ in range(5):
+    for _ in range(7):
         t0 = time.perf_counter()
-        np.copyto(dst, src)
-        best = min(best, time.perf_counter() - t0)
-    return src.nbytes / best / 1e6
+        for _ in range(reps):
+            np.copyto(dst, src)
+        best = min(best, (time.perf_counter() - t0) / reps)
+    return nbytes / best / 1e6
 
 
 @pytest.fixture(scope="module")
-def copy_bound() -> float:
-    return memcpy_mbytes_per_sec()
+def copy_bound() -> dict[int, float]:
+    # Small copies measure NumPy's call overhead, not memory: bound only the large messages.
+    return {n: memcpy_mbytes_per_sec(n) for n in (65536, 1048576)}
 
 
 def test_sizes_and_repetitions():
@@ -58,9 +62,11 @@ def test_point_to_point(kind, results, copy_bound):
     # a megabyte takes longer than an empty message
     assert rows[-1]["t_usec"] > rows[0]["t_usec"]
     assert rows[0]["mbytes_per_sec"] == 0
-    bound = copy_bound * (2 if kind == "bibw" else 1)
     for r in rows[1:]:
-        assert 0 < r["mbytes_per_sec"] < bound, (r, bound)
+        assert r["mbytes_per_sec"] > 0
+        if r["bytes"] in copy_bound:
+            bound = copy_bound[r["bytes"]] * (2 if kind == "bibw" else 1)
+            assert r["mbytes_per_sec"] < bound, (r, bound)
     # MB is 10^6 bytes: bandwidth = bytes / microsecond (x2 for bidirectional)
     big = rows[-1]
     factor = 2 if kind == "bibw" else 1
