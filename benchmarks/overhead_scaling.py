@@ -207,19 +207,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=2, help="runs per point; the fastest counts")
     ap.add_argument("--ranks", type=int, default=2, help="P of the grain-size study")
-    ap.add_argument("--skip-scaling", action="store_true")
+    ap.add_argument("--skip-scaling", action="store_true", help="only the grain-size study")
+    ap.add_argument("--skip-grain", action="store_true", help="only the P = 1, 2, 4 study")
     args = ap.parse_args()
     where = machine()
-    srows, sdata = ([], {}) if args.skip_scaling else scaling(args.reps)
-    grows, gdata = grain(args.reps, args.ranks)
-    png = RESULTS / "overhead_grain.png"
-    plot(gdata, png, args.ranks)
     notes = [
         f"Machine: {where}.",
         "T = record total minus the jit phase; fastest of "
         f"{args.reps} runs per point. P = 4 is oversubscribed (2 cores).",
     ]
-    if srows:
+    if not args.skip_scaling:
+        srows, sdata = scaling(args.reps)
         write_markdown(
             "overhead_scaling",
             "Speedup and parallel overhead f(P) of each app",
@@ -227,23 +225,29 @@ def main() -> None:
             srows,
             notes + [f"`{d['command']}`" for d in sdata.values()],
         )
-    write_markdown(
-        "overhead_grain",
-        f"Total and parallel overhead against 1/grain size, native vs vm-net (P = {args.ranks})",
-        [
-            "app",
-            "env",
-            "grain (points/rank)",
-            "1/grain",
-            "T(1) same env (s)",
-            f"T({args.ranks}) (s)",
-            "total overhead",
-            "parallel overhead",
-        ],
-        grows,
-        notes + [f"Plot: {png.name}. kmeans: spmd, k=16, 20 iterations; wave: 1000 steps."],
-    )
-    write_json("overhead_scaling", {"machine": where, "scaling": sdata, "grain": gdata})
+        write_json("overhead_scaling", {"machine": where, "scaling": sdata})
+    if not args.skip_grain:
+        grows, gdata = grain(args.reps, args.ranks)
+        png = RESULTS / "overhead_grain.png"
+        plot(gdata, png, args.ranks)
+        write_markdown(
+            "overhead_grain",
+            f"Total and parallel overhead against 1/grain size, native vs vm-net "
+            f"(P = {args.ranks})",
+            [
+                "app",
+                "env",
+                "grain (points/rank)",
+                "1/grain",
+                "T(1) same env (s)",
+                f"T({args.ranks}) (s)",
+                "total overhead",
+                "parallel overhead",
+            ],
+            grows,
+            notes + [f"Plot: {png.name}. kmeans: spmd, k=16, 20 iterations; wave: 1000 steps."],
+        )
+        write_json("overhead_grain", {"machine": where, "grain": gdata})
     for name in ("overhead_scaling", "overhead_grain"):
         p = RESULTS / f"{name}.md"
         if p.exists():
