@@ -20,6 +20,8 @@ from .job import Job
 # Lines on rank 0's stdout that start with this are control messages for the parent process
 # (progress, terminal text); anything else is passed through to the user.
 CONTROL_PREFIX = "@@cloudhpc "
+# A directory the parent creates per run, where a failing rank also leaves its reason.
+CONTROL_DIR_VAR = "CLOUDHPC_CONTROL_DIR"
 
 
 class RunContext:

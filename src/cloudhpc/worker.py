@@ -8,10 +8,11 @@ rank that fails reports why on a control line and aborts the whole job, so nothi
 from __future__ import annotations
 
 import json
+import os
 import sys
 import traceback
 
-from .context import CONTROL_PREFIX, RunContext
+from .context import CONTROL_DIR_VAR, CONTROL_PREFIX, RunContext
 from .errors import CloudhpcError
 from .job import Job
 
@@ -31,7 +32,22 @@ def _jsonable(obj):
 
 
 def _fail(comm, rank: int, kind: str, message: str, code: int) -> None:
-    _control({"error": message, "message": message, "kind": kind, "rank": rank})
+    """Say why on stdout and in the run's control directory, then end every rank.
+
+    MPI_Abort makes Hydra tear the job down at once and can drop the rank's last stdout chunk,
+    so the message is also written as a file the parent reads after the run.
+    """
+    msg = {"error": message, "message": message, "kind": kind, "rank": rank}
+    _control(msg)
+    control_dir = os.environ.get(CONTROL_DIR_VAR)
+    if control_dir:
+        try:
+            tmp = os.path.join(control_dir, f".error-{rank}.tmp")
+            with open(tmp, "w") as fh:
+                json.dump(msg, fh)
+            os.replace(tmp, os.path.join(control_dir, f"error-{rank}.json"))
+        except OSError:
+            pass  # stdout still carries it
     sys.stderr.flush()
     comm.Abort(code)
 

@@ -12,7 +12,8 @@ from rich.table import Table
 
 from ..launch.runner import Monitor
 
-out = Console(soft_wrap=True)
+# Piped or redirected output is read by scripts and tests: never truncate a table to 80 columns.
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 240)
 err = Console(stderr=True, soft_wrap=True)
 
 

@@ -12,12 +12,13 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..context import CONTROL_PREFIX
+from ..context import CONTROL_DIR_VAR, CONTROL_PREFIX
 from ..errors import CloudhpcError, RunFailed
 from ..job import Job
 from .base import get_launcher
@@ -75,9 +76,31 @@ def run_plan(
     plan: LaunchPlan, monitor: Monitor | None = None, timeout: float | None = None
 ) -> Outcome:
     """Run the plan to completion; never raises for a failed run (see Outcome)."""
-    monitor = monitor or Monitor()
+    with tempfile.TemporaryDirectory(prefix="cloudhpc-run-") as control_dir:
+        outcome = _run(plan, monitor or Monitor(), timeout, control_dir)
+        if outcome.error is None and outcome.returncode != 0:
+            outcome.error = _first_error_file(control_dir)
+    return outcome
+
+
+def _first_error_file(control_dir: str) -> dict[str, Any] | None:
+    """The earliest reason a rank left (the first failure is the cause, later ones follow it)."""
+    found = []
+    for name in os.listdir(control_dir):
+        if name.startswith("error-") and name.endswith(".json"):
+            path = os.path.join(control_dir, name)
+            try:
+                with open(path) as fh:
+                    found.append((os.path.getmtime(path), json.load(fh)))
+            except (OSError, ValueError):
+                continue
+    return min(found, key=lambda x: x[0])[1] if found else None
+
+
+def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir: str) -> Outcome:
     env = dict(os.environ)
     env.update(plan.env)
+    env[CONTROL_DIR_VAR] = control_dir
     t0 = time.perf_counter()
     try:
         proc = subprocess.Popen(
