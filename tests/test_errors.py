@@ -135,3 +135,19 @@ def test_help_everywhere():
         assert r.returncode == 0 and "usage:" in r.stdout, args
     r = run_cli("--version")
     assert r.returncode == 0 and r.stdout.startswith("cloudhpc ")
+
+
+def test_first_error_file_is_the_earliest(tmp_path):
+    """The control directory keeps each failing rank's reason; the first one is the cause."""
+    import json
+    import os
+
+    from cloudhpc.launch.runner import _first_error_file
+
+    assert _first_error_file(str(tmp_path)) is None
+    for rank, when in ((1, 200.0), (0, 100.0), (2, 300.0)):
+        path = tmp_path / f"error-{rank}.json"
+        path.write_text(json.dumps({"rank": rank, "kind": "usage", "message": f"r{rank}"}))
+        os.utime(path, (when, when))
+    (tmp_path / "error-9.json").write_text("{not json")
+    assert _first_error_file(str(tmp_path))["rank"] == 0
