@@ -136,14 +136,20 @@ def run_ab(exe: Path, iters: int, nbytes: int, env: dict[str, str]) -> list[tupl
     return [(float(a), float(b)) for a, b in pairs]
 
 
-def run_app(app: str, params: dict, env: dict[str, str]) -> tuple[float, float]:
-    """The app's in-job time (MPI init to finalize, max over ranks) and its communicate phase."""
+def run_app(app: str, params: dict, env: dict[str, str]) -> tuple[float, float, float]:
+    """The app's in-job time (MPI init to finalize, max over ranks), its communicate phase, and
+    its jit phase (numba loading cached kernels: start-up, where a preloaded library costs most)."""
     job = Job(app=app, params=params, nprocs=2, layout=Layout(1, 2, 1))
     outcome = run_plan(plan_job(job, None, env), Monitor(), None)
     if outcome.returncode != 0 or outcome.result is None:
         sys.exit(f"{app} failed: {outcome.stderr.strip()[-300:]}")
     timings = outcome.result["timings"]
-    return float(timings["total_s"]), float(timings["phases"].get("communicate", 0.0))
+    phases = timings["phases"]
+    return (
+        float(timings["total_s"]),
+        float(phases.get("communicate", 0.0)),
+        float(phases.get("jit", 0.0)),
+    )
 
 
 def side_by_side(rounds: int, measure) -> tuple[list[float], list[float]]:
@@ -203,8 +209,16 @@ def main() -> None:
             ab_rows.append((label, pairs))
         base, prof = side_by_side(args.rounds, lambda w: run_app(args.app, params, env(w)))
         what = f"application {args.app} {json.dumps(params)}, 2 ranks"
-        rows.append((what, "s", [t for t, _ in base], [t for t, _ in prof]))
-        rows.append((f"{what}: communicate phase", "s", [c for _, c in base], [c for _, c in prof]))
+        rows.append((what, "s", [t for t, _, _ in base], [t for t, _, _ in prof]))
+        rows.append(
+            (f"{what}: communicate phase", "s", [c for _, c, _ in base], [c for _, c, _ in prof])
+        )
+        rows.append(
+            (f"{what}: without start-up (total - jit phase)", "s",
+             [t - j for t, _, j in base], [t - j for t, _, j in prof])
+        )  # fmt: skip
+        rows.append((f"{what}: jit phase (start-up)", "s", [j for *_, j in base],
+                     [j for *_, j in prof]))  # fmt: skip
         app_profile = [json.loads(p.read_text()) for p in sorted(out.glob("rank-*.json"))]
 
     lines = [
