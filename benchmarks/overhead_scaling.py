@@ -21,48 +21,17 @@ from kmeans_common import RESULTS, machine, phase_s, run_record, total_s, write_
 
 from cloudhpc.analysis.metrics import overheads, parallel_overhead, speedup
 
+KMEANS = "--generate --n 1000000 --d 2 --k 16 --iterations 20"
 APPS = {
-    "kmeans mapreduce": (
-        "kmeans",
-        [
-            "--model",
-            "mapreduce",
-            "--generate",
-            "--n",
-            "1000000",
-            "--d",
-            "2",
-            "--k",
-            "16",
-            "--iterations",
-            "20",
-        ],
-        [1, 2, 4],
-    ),
-    "kmeans spmd": (
-        "kmeans",
-        [
-            "--model",
-            "spmd",
-            "--generate",
-            "--n",
-            "1000000",
-            "--d",
-            "2",
-            "--k",
-            "16",
-            "--iterations",
-            "20",
-        ],
-        [1, 2, 4],
-    ),
+    "kmeans mapreduce": ("kmeans", f"--model mapreduce {KMEANS}".split(), [1, 2, 4]),
+    "kmeans spmd": ("kmeans", f"--model spmd {KMEANS}".split(), [1, 2, 4]),
     "matmul mapreduce": (
         "matmul",
-        ["--model", "mapreduce", "--generate", "--size", "1536", "--row-blocks", "8"],
+        "--model mapreduce --generate --size 1536 --row-blocks 8".split(),
         [1, 2, 4],
     ),
-    "matmul spmd (Cannon)": ("matmul", ["--model", "spmd", "--generate", "--size", "1536"], [1, 4]),
-    "wave": ("wave", ["--points", "4000000", "--steps", "200"], [1, 2, 4]),
+    "matmul spmd (Cannon)": ("matmul", "--model spmd --generate --size 1536".split(), [1, 4]),
+    "wave": ("wave", "--points 4000000 --steps 200".split(), [1, 2, 4]),
 }
 
 
@@ -101,24 +70,12 @@ def scaling(reps: int) -> tuple[list, dict]:
 GRAIN = {
     "kmeans": (
         "kmeans",
-        lambda n: [
-            "--model",
-            "spmd",
-            "--generate",
-            "--n",
-            str(n),
-            "--d",
-            "2",
-            "--k",
-            "16",
-            "--iterations",
-            "20",
-        ],
+        lambda n: f"--model spmd --generate --n {n} --d 2 --k 16 --iterations 20".split(),
         [20_000, 100_000, 400_000, 1_600_000],
     ),
     "wave": (
         "wave",
-        lambda n: ["--points", str(n), "--steps", "1000"],
+        lambda n: f"--points {n} --steps 1000".split(),
         [10_000, 100_000, 1_000_000],
     ),
 }
