@@ -16,24 +16,8 @@ from mpi4py import MPI
 
 from ..context import RunContext
 from ..errors import CloudhpcError
+from .ops import OPS, REDUCTIONS
 from .sizes import parse_sizes, repetitions, warmups
-
-REDUCTIONS = {"reduce", "allreduce", "reduce_scatter"}
-OPS = (
-    "barrier",
-    "bcast",
-    "reduce",
-    "allreduce",
-    "gather",
-    "gatherv",
-    "scatter",
-    "scatterv",
-    "allgather",
-    "allgatherv",
-    "alltoall",
-    "alltoallv",
-    "reduce_scatter",
-)
 
 
 def _make_op(comm, op: str, nbytes: int) -> Callable[[int], None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..bench.coll import OPS
+from ..bench.ops import OPS
 from .common import add_launch_options, execute, job_from_args, record_footer
 from .parser import add_subparser
 from .ui import print_table
