@@ -62,9 +62,7 @@ def test_layout_threads_are_exported_and_bound():
     assert _genv(plan.argv)["NUMBA_NUM_THREADS"] == "2"
     assert "-bind-to" not in plan.argv  # oversubscribed ranks are not pinned
     if CORES >= 2:
-        plan = plan_job(
-            _job(nprocs=1, layout=Layout(2, 1, 1), layout_given=True), preflight=False
-        )
+        plan = plan_job(_job(nprocs=1, layout=Layout(2, 1, 1), layout_given=True), preflight=False)
         assert plan.argv[3:5] == ["-bind-to", "core:2"]
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from ..errors import CloudhpcError
 from . import load
-from .common import available_memory, check_class, gib, report_text
+from .common import available_memory, check_class, gib, peak_rss_max, report_text
 
 
 def check_procs(kernel: Any, nprocs: int) -> None:
@@ -44,17 +44,6 @@ def check_memory(comm: Any, kernel: Any, cls: str) -> int:
             "is available; choose a smaller class or more hosts"
         )
     return per_rank
-
-
-def peak_rss_max(comm: Any) -> int:
-    """The largest peak resident set size of any rank, in bytes (Linux reports KiB)."""
-    import resource
-
-    from mpi4py import MPI
-
-    return int(
-        comm.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, op=MPI.MAX)
-    )
 
 
 def main(ctx: Any) -> dict:

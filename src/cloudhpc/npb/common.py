@@ -182,3 +182,14 @@ def gib(nbytes: float) -> str:
 #: What one rank costs before the kernel allocates anything (interpreter, NumPy, numba, MPI);
 #: every memory_estimate adds it. Measured: EP, whose arrays take 1 MiB, peaks at 235-245 MiB.
 RANK_OVERHEAD = 248 * 2**20
+
+
+def peak_rss_max(comm: Any) -> int:
+    """The largest peak resident set size of any rank, in bytes (Linux reports KiB)."""
+    import resource
+
+    from mpi4py import MPI
+
+    return int(
+        comm.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, op=MPI.MAX)
+    )

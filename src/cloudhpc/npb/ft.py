@@ -19,14 +19,13 @@ all iterations with their checksums.
 from __future__ import annotations
 
 import math
-import resource
 from typing import Any
 
 import numpy as np
 
 from ..errors import CloudhpcError
 from . import _ft_kernels as K
-from .common import RANK_OVERHEAD, Progress, check_class, make_result, mops
+from .common import RANK_OVERHEAD, Progress, check_class, make_result, mops, peak_rss_max
 from .nprandom import SEED, A, skip, vranlc
 
 KERNEL = "ft"
@@ -165,27 +164,23 @@ class Slabs:
 
     def to_spectral(self, src: np.ndarray, dst: np.ndarray) -> None:
         """z slabs [nzl, ny, nx] -> y slabs [nyl, nz, nx]: block d of y goes to rank d."""
-        p, nzl, nyl, nx = self.p, self.nzl, self.nyl, self.nx
-        if p == 1:
-            if not np.shares_memory(src, dst):
-                np.copyto(dst, src.transpose(1, 0, 2))
-            return
-        send, recv = self.send.reshape(p, nzl, nyl, nx), self.recv.reshape(p, nzl, nyl, nx)
-        np.copyto(send, src.reshape(nzl, p, nyl, nx).transpose(1, 0, 2, 3))
-        self.comm.Alltoall(self.send, self.recv)
-        np.copyto(dst.reshape(nyl, p, nzl, nx), recv.transpose(2, 0, 1, 3))
+        self._transpose(src, dst, self.nzl, self.nyl)
 
     def to_real(self, src: np.ndarray, dst: np.ndarray) -> None:
         """y slabs [nyl, nz, nx] -> z slabs [nzl, ny, nx]: block d of z goes to rank d."""
-        p, nzl, nyl, nx = self.p, self.nzl, self.nyl, self.nx
+        self._transpose(src, dst, self.nyl, self.nzl)
+
+    def _transpose(self, src: np.ndarray, dst: np.ndarray, n_in: int, n_out: int) -> None:
+        """[n_in, p * n_out, nx] -> [n_out, p * n_in, nx] with one Alltoall of packed blocks."""
+        p, nx = self.p, self.nx
         if p == 1:
             if not np.shares_memory(src, dst):
                 np.copyto(dst, src.transpose(1, 0, 2))
             return
-        send, recv = self.send.reshape(p, nyl, nzl, nx), self.recv.reshape(p, nyl, nzl, nx)
-        np.copyto(send, src.reshape(nyl, p, nzl, nx).transpose(1, 0, 2, 3))
+        send, recv = self.send.reshape(p, n_in, n_out, nx), self.recv.reshape(p, n_in, n_out, nx)
+        np.copyto(send, src.reshape(n_in, p, n_out, nx).transpose(1, 0, 2, 3))
         self.comm.Alltoall(self.send, self.recv)
-        np.copyto(dst.reshape(nzl, p, nyl, nx), recv.transpose(2, 0, 1, 3))
+        np.copyto(dst.reshape(n_out, p, n_in, nx), recv.transpose(2, 0, 1, 3))
 
 
 def _setup(s: Slabs) -> None:
@@ -289,15 +284,6 @@ def run(comm: Any, cls: str, *, corrupt: bool = False, progress: Progress = None
         extra={
             "layout": "1-D slabs",
             "fft": "numpy.fft (pocketfft)",
-            "peak_rss_bytes_max_rank": _peak_rss(comm),
+            "peak_rss_bytes_max_rank": peak_rss_max(comm),
         },
-    )
-
-
-def _peak_rss(comm: Any) -> int:
-    """Largest resident set any rank reached so far, in bytes (Linux reports KiB)."""
-    from mpi4py import MPI
-
-    return int(
-        comm.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, op=MPI.MAX)
     )

@@ -13,7 +13,6 @@ the reference's: one residual and norm, `nit` x (V-cycle + residual), the final 
 
 from __future__ import annotations
 
-import resource
 from typing import Any
 
 import numpy as np
@@ -21,7 +20,15 @@ import numpy as np
 from ..errors import CloudhpcError
 from . import _mg_kernels as K
 from ._mg_grid import Grid, process_grid
-from .common import RANK_OVERHEAD, Progress, check_class, check_relative, make_result, mops
+from .common import (
+    RANK_OVERHEAD,
+    Progress,
+    check_class,
+    check_relative,
+    make_result,
+    mops,
+    peak_rss_max,
+)
 from .nprandom import SEED, A, power, skip
 
 KERNEL = "mg"
@@ -258,15 +265,6 @@ def run(comm: Any, cls: str, *, corrupt: bool = False, progress: Progress = None
         extra={
             "process_grid": list(process_grid(nprocs)),
             "max_norm": rnmu,
-            "peak_rss_bytes_max_rank": _peak_rss(comm),
+            "peak_rss_bytes_max_rank": peak_rss_max(comm),
         },
-    )
-
-
-def _peak_rss(comm: Any) -> int:
-    """Largest resident set any rank reached so far, in bytes (Linux reports KiB)."""
-    from mpi4py import MPI
-
-    return int(
-        comm.allreduce(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, op=MPI.MAX)
     )
