@@ -76,7 +76,8 @@ def run(job: Job) -> None:
         _fail(comm, rank, "crash", f"{type(e).__name__}: {e}", 1)
         return
 
-    phase_names = sorted(comm.allgather(sorted(ctx.phases)), key=len)[-1]
+    # Ranks may time different phases (only rank 0 writes, say): take the union of the names.
+    phase_names = sorted(set().union(*comm.allgather(list(ctx.phases))))
     phases = {}
     for name in phase_names:
         phases[name] = comm.allreduce(ctx.phases.get(name, 0.0), op=MPI.MAX)
