@@ -65,7 +65,10 @@ def test_point_to_point(kind, results, copy_bound):
     for r in rows[1:]:
         assert r["mbytes_per_sec"] > 0
         if r["bytes"] in copy_bound:
-            bound = copy_bound[r["bytes"]] * (2 if kind == "bibw" else 1)
+            # One message in flight at a time (pingpong, pingping) cannot beat one core's copy.
+            # A window of messages (bw) lets sender and receiver copy at once, on two cores: seen
+            # at 1.2x one core's copy on this machine; bibw moves twice that.
+            bound = copy_bound[r["bytes"]] * {"bw": 2, "bibw": 4}.get(kind, 1)
             assert r["mbytes_per_sec"] < bound, (r, bound)
     # MB is 10^6 bytes: bandwidth = bytes / microsecond (x2 for bidirectional)
     big = rows[-1]

@@ -6,7 +6,7 @@ import importlib
 import os
 import sys
 
-from .. import __version__
+from .. import __version__, signals
 from ..errors import CloudhpcError
 from .parser import Formatter, Parser
 
@@ -35,6 +35,7 @@ def build_parser() -> Parser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    signals.install()
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -42,9 +43,9 @@ def main(argv: list[str] | None = None) -> None:
     except CloudhpcError as e:
         print(f"cloudhpc: error: {e}", file=sys.stderr)
         code = e.exit_code
-    except KeyboardInterrupt:
-        print("cloudhpc: interrupted", file=sys.stderr)
-        code = 130
+    except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM or SIGHUP (signals.py)
+        print(f"cloudhpc: interrupted{f' ({e})' if str(e) else ''}", file=sys.stderr)
+        code = signals.exit_status(e)
     except BrokenPipeError:
         code = 0
     except Exception as e:  # a bug in cloudhpc itself: still one line unless asked for more
