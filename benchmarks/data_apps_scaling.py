@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from kmeans_common import machine, phase_s, run_record, total_s, write_json, write_markdown
+from common import machine, phase_s, run_record, total_s, write_json, write_markdown
 
 from cloudhpc.analysis.metrics import parallel_overhead, speedup
 

@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from kmeans_common import machine, phase_s, run_record, total_s, write_json, write_markdown
+from common import machine, phase_s, run_record, total_s, write_json, write_markdown
 
 
 def main() -> None:

@@ -25,9 +25,10 @@ import time
 from pathlib import Path
 
 import numpy as np
-from kmeans_common import machine, run_record, total_s, write_json, write_markdown
+from common import machine, run_record, total_s, write_json, write_markdown
 
-from cloudhpc.apps._kmeans_data import generate_points, kmeanspp_reference
+from cloudhpc.apps.kmeans.data import generate_points
+from cloudhpc.apps.kmeans.reference import kmeanspp_reference
 
 K, D, ITERATIONS, WORKERS = 16, 2, 20, 2
 
@@ -66,6 +67,22 @@ def spark_kmeans(
         spark.stop()
 
 
+def dask_rounds(centers: np.ndarray, rounds: int, step) -> tuple[list[float], np.ndarray]:
+    """Time `rounds` runs of ITERATIONS Lloyd steps `step(centers) -> centers` on Dask's threaded
+    scheduler with WORKERS threads, each run from the same initial centers."""
+    import dask
+
+    times = []
+    for _ in range(rounds):
+        c = centers.copy()
+        t0 = time.perf_counter()
+        with dask.config.set(scheduler="threads", num_workers=WORKERS):
+            for _ in range(ITERATIONS):
+                c = step(c)
+        times.append(time.perf_counter() - t0)
+    return times, c
+
+
 def dask_kmeans(
     points: np.ndarray, centers: np.ndarray, rounds: int
 ) -> tuple[list[float], np.ndarray]:
@@ -73,24 +90,20 @@ def dask_kmeans(
     import dask.array as da
 
     x = da.from_array(points, chunks=(len(points) // 8 + 1, D))
-    times = []
-    for _ in range(rounds):
-        c = centers.copy()
-        t0 = time.perf_counter()
-        with dask.config.set(scheduler="threads", num_workers=WORKERS):
-            for _ in range(ITERATIONS):
-                labels = ((x[:, None, :] - c[None, :, :]) ** 2).sum(axis=2).argmin(axis=1)
-                counts, *sums = dask.compute(
-                    da.bincount(labels, minlength=K),
-                    *[da.bincount(labels, weights=x[:, t], minlength=K) for t in range(D)],
-                )
-                new = c.copy()
-                keep = counts > 0
-                for t in range(D):
-                    new[keep, t] = sums[t][keep] / counts[keep]
-                c = new
-        times.append(time.perf_counter() - t0)
-    return times, c
+
+    def step(c: np.ndarray) -> np.ndarray:
+        labels = ((x[:, None, :] - c[None, :, :]) ** 2).sum(axis=2).argmin(axis=1)
+        counts, *sums = dask.compute(
+            da.bincount(labels, minlength=K),
+            *[da.bincount(labels, weights=x[:, t], minlength=K) for t in range(D)],
+        )
+        new = c.copy()
+        keep = counts > 0
+        for t in range(D):
+            new[keep, t] = sums[t][keep] / counts[keep]
+        return new
+
+    return dask_rounds(centers, rounds, step)
 
 
 def dask_kernel_kmeans(points: np.ndarray, centers: np.ndarray, rounds: int):
@@ -98,20 +111,16 @@ def dask_kernel_kmeans(points: np.ndarray, centers: np.ndarray, rounds: int):
     import dask
     import numba
 
-    from cloudhpc.apps._kmeans_kernels import assign_partial_sums, centers_from_sums
+    from cloudhpc.apps.kmeans.kernels import assign_partial_sums, centers_from_sums
 
     numba.set_num_threads(1)  # the parallelism is Dask's: one block per worker thread
     blocks = np.array_split(points, WORKERS)
-    times = []
-    for _ in range(rounds):
-        c = centers.copy()
-        t0 = time.perf_counter()
-        with dask.config.set(scheduler="threads", num_workers=WORKERS):
-            for _ in range(ITERATIONS):
-                parts = [dask.delayed(assign_partial_sums)(b, c) for b in blocks]
-                c = centers_from_sums(dask.delayed(sum)(parts).compute(), c)
-        times.append(time.perf_counter() - t0)
-    return times, c
+
+    def step(c: np.ndarray) -> np.ndarray:
+        parts = [dask.delayed(assign_partial_sums)(b, c) for b in blocks]
+        return centers_from_sums(dask.delayed(sum)(parts).compute(), c)
+
+    return dask_rounds(centers, rounds, step)
 
 
 def sklearn_kmeans(points: np.ndarray, centers: np.ndarray, rounds: int):

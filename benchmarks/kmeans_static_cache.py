@@ -19,7 +19,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from kmeans_common import (
+from common import (
     RESULTS,
     machine,
     phase_s,
@@ -29,7 +29,8 @@ from kmeans_common import (
     write_markdown,
 )
 
-from cloudhpc.apps._kmeans_data import generate_points, kmeanspp_reference
+from cloudhpc.apps.kmeans.data import generate_points
+from cloudhpc.apps.kmeans.reference import kmeanspp_reference
 
 RANKS = 2
 VARIANTS = [("mapreduce", []), ("mapreduce", ["--reread-static"]), ("spmd", [])]
@@ -58,10 +59,8 @@ def kmeans_rows(sizes: list[int], tmp: Path, iterations: int, reps: int) -> tupl
                     "kmeans", "--model", model, "--points", str(pts), "--centers-in", str(cen),
                     "--iterations", str(iterations), *extra, nprocs=RANKS,
                 )  # fmt: skip
-                t = rec["metrics"]["per_iteration_s"]
-                per[label(model, extra)] = min(t, per.get(label(model, extra), t))
-                ld = phase_s(rec, "load")
-                loads[label(model, extra)] = min(ld, loads.get(label(model, extra), ld))
+                per_it = rec["metrics"]["per_iteration_s"]
+                keep_fastest(per, loads, label(model, extra), per_it, rec)
         for name, t in per.items():
             series.setdefault(name, []).append(t)
             print(f"kmeans n={n} {name}: {t:.4f} s/it", flush=True)
@@ -85,6 +84,13 @@ def kmeans_rows(sizes: list[int], tmp: Path, iterations: int, reps: int) -> tupl
     return rows, series
 
 
+def keep_fastest(per: dict, loads: dict, name: str, seconds: float, rec: dict) -> None:
+    """Keep the fastest time of each variant, and the fastest load phase, over repetitions."""
+    per[name] = min(seconds, per.get(name, seconds))
+    ld = phase_s(rec, "load")
+    loads[name] = min(ld, loads.get(name, ld))
+
+
 def matmul_rows(sides: list[int], tmp: Path, reps: int) -> tuple[list, dict]:
     rows, series = [], {}
     rng = np.random.default_rng(3)
@@ -99,10 +105,7 @@ def matmul_rows(sides: list[int], tmp: Path, reps: int) -> tuple[list, dict]:
                     "matmul", "--model", model, "--a", str(a), "--b", str(b), "--row-blocks",
                     "16", *extra, nprocs=RANKS,
                 )  # fmt: skip
-                t = total_s(rec)
-                per[label(model, extra)] = min(t, per.get(label(model, extra), t))
-                ld = phase_s(rec, "load")
-                loads[label(model, extra)] = min(ld, loads.get(label(model, extra), ld))
+                keep_fastest(per, loads, label(model, extra), total_s(rec), rec)
         for name, t in per.items():
             series.setdefault(name, []).append(t)
             print(f"matmul {s} {name}: {t:.4f} s", flush=True)
@@ -129,27 +132,16 @@ def plot(sizes, kseries, sides, mseries, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
-    for name, ys in kseries.items():
-        ax1.plot(sizes, ys, marker="o", label=name)
-    ax1.set(
-        xscale="log",
-        yscale="log",
-        xlabel="number of 2-D points",
-        ylabel="time per iteration (s)",
-        title="k-means (k=16, 2 ranks)",
-    )
-    ax1.legend(fontsize=8)
-    for name, ys in mseries.items():
-        ax2.plot(sides, ys, marker="o", label=name)
-    ax2.set(
-        xscale="log",
-        yscale="log",
-        xlabel="matrix side",
-        ylabel="total time (s)",
-        title="matrix multiplication (map-reduce, 2 ranks)",
-    )
-    ax2.legend(fontsize=8)
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
+    panels = [
+        (sizes, kseries, "number of 2-D points", "s per iteration", "k-means (k=16, 2 ranks)"),
+        (sides, mseries, "matrix side", "total time (s)", "matrix multiplication (map-reduce)"),
+    ]
+    for ax, (xs, series, xlabel, ylabel, title) in zip(axes, panels, strict=True):
+        for name, ys in series.items():
+            ax.plot(xs, ys, marker="o", label=name)
+        ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
 

@@ -22,7 +22,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
-from kmeans_common import machine, write_json, write_markdown
+from common import machine, write_json, write_markdown
 
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 ITEMS, PAIRS_PER_ITEM, KEYS = 40, 100_000, 200_000

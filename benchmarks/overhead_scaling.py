@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from kmeans_common import RESULTS, machine, phase_s, run_record, total_s, write_json, write_markdown
+from common import RESULTS, machine, phase_s, run_record, total_s, write_json, write_markdown
 
 from cloudhpc.analysis.metrics import overheads, parallel_overhead, speedup
 

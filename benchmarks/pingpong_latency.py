@@ -17,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from common import machine as machine_line
+
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 SIZES = [0, 8]
@@ -75,7 +77,6 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     args = ap.parse_args()
     from cloudhpc.envs import get_environment
-    from cloudhpc.results.provenance import cpu_model
 
     native_vars = get_environment("native").variables()
     samples: dict[str, list[dict[int, float]]] = {"bare": [], "native": [], "vm-net": []}
@@ -97,7 +98,7 @@ def main() -> None:
                 "vm_net_vs_native": round(med["vm-net"][s] / med["native"][s], 3),
             }
         )
-    machine = f"{cpu_model()}, {os.cpu_count()} cores"
+    machine = machine_line()
     out = {"machine": machine, "rounds": args.rounds, "rows": rows}
     (HERE / "results").mkdir(exist_ok=True)
     (HERE / "results" / "pingpong_latency.json").write_text(json.dumps(out, indent=1) + "\n")

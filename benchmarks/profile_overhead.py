@@ -16,21 +16,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from common import RESULTS
+from common import machine as machine_line
+
 from cloudhpc.envs import get_environment
 from cloudhpc.job import Job, Layout
 from cloudhpc.launch.base import venv_bin
 from cloudhpc.launch.runner import Monitor, plan_job, run_plan
 from cloudhpc.profile.build import library_path
-
-RESULTS = Path(__file__).parent / "results"
 
 PINGPONG_C = r"""
 #include <mpi.h>
@@ -284,8 +283,7 @@ def main() -> None:
                 "estimated_pct": est,
             }
         )
-    machine = f"{platform.node()}: {platform.processor() or platform.machine()}, "
-    machine += f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
+    machine = machine_line()
     text = "\n".join(lines) + f"\n\nMachine: {machine}; {args.rounds} rounds, alternating order.\n"
     print(text)
     RESULTS.mkdir(exist_ok=True)

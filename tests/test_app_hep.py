@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from helpers import assert_one_line_error, run_cli
 
-from cloudhpc.apps import _hep_io as io
+from cloudhpc.apps.hep import readers as io
 
 EDGE_VALUES = np.array([0.0, 150.0, 2.5, 147.5, 75.0, -1e-12, 150.0 + 1e-9, np.nan, np.inf])
 

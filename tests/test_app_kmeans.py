@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from helpers import assert_one_line_error, run_cli, run_json
 
-from cloudhpc.apps._kmeans_data import kmeanspp_reference
+from cloudhpc.apps.kmeans.reference import kmeanspp_reference
 
 N, D, K, SEED = 2000, 3, 5, 11
 
@@ -82,7 +82,7 @@ def test_kmeans_matches_numpy_lloyd(
 
 
 def test_generated_points_do_not_depend_on_the_rank_count():
-    from cloudhpc.apps._kmeans_data import generate_points
+    from cloudhpc.apps.kmeans.data import generate_points
 
     whole = generate_points(3, 70_000, 2, 0, 70_000)
     parts = [generate_points(3, 70_000, 2, lo, hi) for lo, hi in [(0, 23_333), (23_333, 70_000)]]
@@ -126,7 +126,7 @@ def test_bad_input_is_one_line_and_writes_nothing(bad, results, extra, needle):
 
 @pytest.mark.parametrize("layout", ["C float64", "C float32", "Fortran"])
 def test_rank_blocks_are_read_exactly(tmp_path, layout):
-    from cloudhpc.apps._arrays import block_range, open_npy, read_rows
+    from cloudhpc.apps.arrays import block_range, open_npy, read_rows
 
     a = np.random.default_rng(1).normal(size=(101, 3))
     if layout == "C float32":

@@ -1,43 +1,121 @@
-"""Name -> "module:function" of every workload a worker can run.
+"""Where a job's app comes from: cloudhpc's own apps, one package each, and plugin packages.
 
-Entries are strings so that starting a worker imports only the app it runs (numba kernels and
-HEP readers are slow to import). Each function has the signature ``main(ctx: RunContext) -> dict``.
+A `cloudhpc run` app is a light module with the CLI hooks (see docs/DEVELOPING.md, "The app
+contract"): HELP, add_arguments(parser), params_from_args(args), validate(params, nprocs) and
+MAIN = "module:function", the job every rank runs. cloudhpc's own are listed in BUILTIN. Any other
+installed package adds one through an entry point in the `cloudhpc.apps` group, the packaging
+convention pytest and others use for plugins::
+
+    [project.entry-points."cloudhpc.apps"]
+    myapp = "mypkg.cloudhpc_app"      # a module (or object) with the hooks above
+
+Workers run jobs by name (`Job.app`): MAINS holds the jobs that are not `run` apps (the
+micro-benchmarks, NPB, the selftest hook); a `run` app's job is its MAIN. Entries are strings,
+imported on first use, so starting a worker imports only the app it runs.
 """
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Callable
+from functools import cache
+from importlib.metadata import EntryPoint, entry_points
+from types import ModuleType
+from typing import Any
 
+from ..errors import CloudhpcError
 from ..registry import Registry
 
-APPS = Registry(
+ENTRY_POINT_GROUP = "cloudhpc.apps"
+
+# `cloudhpc run NAME` -> the app's CLI module (which names its job in MAIN)
+BUILTIN: dict[str, str] = {
+    "files": "cloudhpc.apps.files.cli",
+    "hep": "cloudhpc.apps.hep.cli",
+    "kmeans": "cloudhpc.apps.kmeans.cli",
+    "matmul": "cloudhpc.apps.matmul.cli",
+    "wave": "cloudhpc.apps.wave.cli",
+}
+
+# jobs that are not `run` apps: name -> "module:function"
+MAINS = Registry(
     "app",
     {
-        # micro-benchmarks (issue: foundation)
         "bench.pingpong": "cloudhpc.bench.p2p:pingpong",
         "bench.pingping": "cloudhpc.bench.p2p:pingping",
         "bench.bw": "cloudhpc.bench.p2p:bw",
         "bench.bibw": "cloudhpc.bench.p2p:bibw",
         "bench.coll": "cloudhpc.bench.coll:main",
-        # NAS Parallel Benchmark kernels (issue 5)
         "npb": "cloudhpc.npb.app:main",
-        # data-analysis seed applications (issue 3): map-only and map-reduce
-        "files": "cloudhpc.apps.files:main",
-        "hep": "cloudhpc.apps.hep:main",
-        # numeric seed applications (issue 3)
-        "kmeans": "cloudhpc.apps._kmeans_job:main",
-        "matmul": "cloudhpc.apps.matmul:main",
-        "wave": "cloudhpc.apps._wave_job:main",
-        # test hook: a rank that fails or crashes on purpose
-        "selftest": "cloudhpc.apps.selftest:main",
+        "selftest": "cloudhpc.apps.selftest.job:main",  # a rank that fails or crashes on purpose
     },
 )
 
+REQUIRED_HOOKS = ("add_arguments", "params_from_args")
 
-def register(name: str, target: str) -> None:
-    """Add an app at import time (plugins); `target` is "module:function"."""
-    APPS.register(name, target)
+
+@cache
+def plugins() -> dict[str, EntryPoint]:
+    """Apps other installed packages register (a built-in name cannot be taken over)."""
+    found = {}
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in BUILTIN or ep.name in MAINS:
+            _warn(f"plugin app {ep.name!r} from {ep.value} ignored: cloudhpc has one of that name")
+        elif ep.name not in found:
+            found[ep.name] = ep
+    return found
+
+
+def run_apps() -> list[str]:
+    """Every `cloudhpc run` app's name: cloudhpc's own first, then plugins."""
+    return [*BUILTIN, *sorted(plugins())]
+
+
+def load_app(name: str) -> ModuleType | Any:
+    """The CLI module of a `run` app, checked to have the hooks the CLI calls."""
+    if name in BUILTIN:
+        app = importlib.import_module(BUILTIN[name])
+    elif name in plugins():
+        ep = plugins()[name]
+        try:
+            app = ep.load()
+        except Exception as e:  # a broken plugin must not take cloudhpc down with it
+            raise CloudhpcError(f"plugin app {name!r} ({ep.value}) failed to load: {e}") from None
+    else:
+        raise CloudhpcError(f"unknown app {name!r}; known: {', '.join(run_apps())}")
+    missing = [h for h in REQUIRED_HOOKS if not callable(getattr(app, h, None))]
+    if not (isinstance(getattr(app, "MAIN", None), str) or callable(getattr(app, "main", None))):
+        missing.append("MAIN")
+    if missing:
+        raise CloudhpcError(f"app {name!r} lacks {', '.join(missing)} (see docs/DEVELOPING.md)")
+    return app
 
 
 def resolve(name: str) -> Callable:
-    return APPS.lookup(name)
+    """The job function a worker runs for `Job.app == name`."""
+    if name in MAINS:
+        return MAINS.lookup(name)
+    app = load_app(name)
+    target = getattr(app, "MAIN", None)
+    if not isinstance(target, str):
+        return app.main
+    module, _, attr = target.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr or "main")
+    except (ImportError, AttributeError) as e:
+        raise CloudhpcError(f"app {name!r}: cannot load its job {target}: {e}") from None
+
+
+def known(name: str) -> bool:
+    """A job name a worker can run (a `run` app or one of MAINS)."""
+    return name in MAINS or name in BUILTIN or name in plugins()
+
+
+def register(name: str, target: str) -> None:
+    """Add a job that is not a `run` app at import time; `target` is "module:function"."""
+    MAINS.register(name, target)
+
+
+def _warn(text: str) -> None:
+    print(f"cloudhpc: warning: {text}", file=sys.stderr)

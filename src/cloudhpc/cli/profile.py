@@ -92,10 +92,11 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
     if args.top < 1:
         raise CloudhpcError("--top must be at least 1")
     if args.app:
-        from ..apps.registry import APPS
+        from ..apps.registry import MAINS, known, run_apps
 
-        if args.app not in APPS:
-            raise CloudhpcError(f"unknown app {args.app!r}; known: {', '.join(sorted(APPS))}")
+        if not known(args.app):
+            names = ", ".join([*run_apps(), *sorted(MAINS)])
+            raise CloudhpcError(f"unknown app {args.app!r}; known: {names}")
         params = _parse_params(target)
         job = job_from_args(args, args.app, params)
         program = None

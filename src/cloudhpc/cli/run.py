@@ -1,67 +1,40 @@
-"""`cloudhpc run APP`: run one of the seed applications on the engine of your choice.
+"""`cloudhpc run APP`: run an application on the engine of your choice.
 
-Each app's module (APPS below) is also its command-line front end. It exposes:
-
-- ``HELP``: one line for `cloudhpc run --help` (default: the docstring's first line);
-- ``add_arguments(parser)``: its own options (inputs, sizes, --seed, --out, ...);
-- ``params_from_args(args) -> dict``: the Job's params (JSON-serialisable; validate here what
-  can be checked without reading data, raising CloudhpcError);
-- optionally ``exit_code(record) -> int``: non-zero to fail the command after a completed run
-  (e.g. `files` when an item failed after its retries); the default fails when `--check` was
-  asked and the record is not verified.
-
-Options every app gets here (unless it defines them itself): --engine, --check, and the launch
-options of cli/common.py. `params["check"]` is set from --check.
-App modules must import heavy libraries (numba kernels, uproot, pyarrow) inside functions, so that
-building this parser stays fast.
+The apps are cloudhpc's own (one package each in apps/) and any that other installed packages
+register (apps/registry.py). Each app's `cli` module is its command-line front end: HELP,
+add_arguments, params_from_args, validate(params, nprocs), optional exit_code and ENGINES (the
+contract is in docs/DEVELOPING.md). Options every app gets here (unless it defines them itself):
+--engine, --check, and the launch options of cli/common.py; `params["check"]` is set from
+--check. App CLI modules import heavy libraries (numba kernels, uproot, pyarrow) only in their
+job modules, so that building this parser stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-from types import ModuleType
 
+from ..apps.registry import load_app, run_apps
 from ..engines import ENGINES
 from ..errors import CloudhpcError
 from .common import add_launch_options, execute, job_from_args, record_footer
 from .parser import add_subparser
 from .ui import err, out
 
-# run name -> module with the CLI hooks (and, in apps/registry.py, the app's main)
-APPS: dict[str, str] = {
-    "files": "cloudhpc.apps.files",
-    "hep": "cloudhpc.apps.hep",
-    "kmeans": "cloudhpc.apps.kmeans",
-    "matmul": "cloudhpc.apps.matmul",
-    "wave": "cloudhpc.apps.wave",
-}
-
-
-def _load(module_name: str) -> ModuleType | None:
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as e:
-        if e.name == module_name:
-            return None  # an app still being written
-        raise
-    if not (hasattr(module, "add_arguments") and hasattr(module, "params_from_args")):
-        return None
-    return module
-
 
 def add_parser(subparsers) -> None:
     p = add_subparser(
         subparsers,
         "run",
-        "run an application (files, hep, kmeans, matmul, wave)",
+        f"run an application ({', '.join(run_apps())})",
         "Run a seed application on the mpi or serial engine, timed in phases, with its answer "
         "checked against an independent reference on --check.",
     )
     sub = p.add_subparsers(dest="app", metavar="APP", required=True)
-    for name, module_name in APPS.items():
-        module = _load(module_name)
-        if module is None:
+    for name in run_apps():
+        try:
+            module = load_app(name)
+        except CloudhpcError as e:  # a broken plugin: say so, keep the other apps
+            err.print(f"cloudhpc: warning: {e}", highlight=False, markup=False)
             continue
         summary = getattr(module, "HELP", None) or (module.__doc__ or name).strip().splitlines()[0]
         a = add_subparser(sub, name, summary, getattr(module, "DESCRIPTION", None))
@@ -89,9 +62,17 @@ def handle(args: argparse.Namespace) -> int:
     module = args._app_module
     if args.engine == "serial" and args.np not in (None, 1):
         raise CloudhpcError(f"--engine serial runs one process; got -n {args.np}")
+    engines = getattr(module, "ENGINES", None)
+    if engines is not None and args.engine not in engines:
+        raise CloudhpcError(
+            f"{args.app} runs on --engine {' or '.join(engines)}, not {args.engine}"
+        )
     params = module.params_from_args(args)
     params["check"] = bool(args.check)
     job = job_from_args(args, args.app, params, engine=args.engine)
+    validate = getattr(module, "validate", None)
+    if validate is not None:
+        validate(params, job.nprocs)  # before any rank starts (the job checks again on its ranks)
     record = execute(job, args, title=f"run {args.app}")
     if record is None:
         return 0

@@ -7,9 +7,9 @@ Two models of the same computation, chosen with --model:
   the (k, d+1) partials and the combine step turns them into the next centers.
   `--reread-static` re-reads the points every iteration instead (the Hadoop way, for comparison).
 - `spmd`: the seeds' MPI baseline, by hand: the same kernel, one in-place Allreduce per iteration.
-The assignment kernel is numba (_kmeans_kernels.py); --check compares the final centers with a
-plain NumPy Lloyd (_kmeans_data.lloyd_reference) run in one process from the same initial centers.
-The job itself is in _kmeans_job.py (numba imported there), so building the CLI stays fast.
+The assignment kernel is numba (kernels.py); --check compares the final centers with a plain
+NumPy Lloyd (reference.py) run in one process from the same initial centers. The job is in
+job.py (numba imported there), so building the CLI stays fast.
 """
 
 from __future__ import annotations
@@ -17,15 +17,16 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import CloudhpcError
-from ._arrays import check_output_path
-from ._kmeans_inputs import check_inputs
+from ...errors import CloudhpcError
+from ..arrays import check_output_path
+from .inputs import check_inputs
 
 HELP = "k-means clustering (Lloyd): iterative map-reduce or hand-written MPI"
 DESCRIPTION = (
     "Lloyd's algorithm on N points in D dimensions. Points from --points FILE.npy or --generate "
     "(Gaussian blobs); initial centers from --centers-in FILE.npy or k-means++ (--k, --seed)."
 )
+MAIN = "cloudhpc.apps.kmeans.job:main"
 MODELS = ("mapreduce", "spmd")
 RTOL = 1e-9  # --check: max |c - c_ref| / max |c_ref|
 
@@ -71,11 +72,10 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "centers_out": args.centers_out,
         "reread_static": bool(args.reread_static),
     }
-    validate(params)
     return params
 
 
-def validate(params: dict[str, Any]) -> None:
+def validate(params: dict[str, Any], nprocs: int = 1) -> None:
     """What can be checked without reading data (again on every rank, for direct workers)."""
     if params.get("model", "mapreduce") not in MODELS:
         raise CloudhpcError(f"unknown kmeans model {params.get('model')!r}; known: spmd, mapreduce")
@@ -99,11 +99,3 @@ def validate(params: dict[str, Any]) -> None:
         raise CloudhpcError("--reread-static applies to --model mapreduce only")
     check_output_path(params.get("centers_out"), "--centers-out")
     check_inputs(params)
-
-
-def main(ctx) -> dict[str, Any]:
-    """The app itself is in _kmeans_job.py, which the worker imports (numba and all) before its
-    timed region; this module stays light so that building the CLI is fast."""
-    from ._kmeans_job import main as run
-
-    return run(ctx)

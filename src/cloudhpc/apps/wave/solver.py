@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from ._arrays import block_range
+from ..arrays import block_range
 
 C = 1.0
 DT = 0.3

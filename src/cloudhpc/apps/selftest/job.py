@@ -7,8 +7,8 @@ import time
 
 import numpy as np
 
-from ..context import RunContext
-from ..errors import CloudhpcError
+from ...context import RunContext
+from ...errors import CloudhpcError
 
 
 def main(ctx: RunContext) -> dict:

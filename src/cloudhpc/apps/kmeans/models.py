@@ -6,10 +6,10 @@ from typing import Any
 
 import numpy as np
 
-from ..engines import engine_for
-from ..models.iterative import iterative_map_reduce
-from ._kmeans_data import LocalPoints, load_local_points
-from ._kmeans_kernels import assign_partial_sums, center_shift, centers_from_sums
+from ...engines import engine_for
+from ...models.iterative import iterative_map_reduce
+from .data import LocalPoints, load_local_points
+from .kernels import assign_partial_sums, center_shift, centers_from_sums
 
 
 def lloyd_spmd(

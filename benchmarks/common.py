@@ -1,4 +1,4 @@
-"""Shared by the kmeans_* and overhead_* benchmarks: run `cloudhpc run APP ... --json`, describe
+"""Shared by every benchmark: run `cloudhpc run APP ... --json`, describe
 the machine, write a table. Timings come from the run records (measured inside the job)."""
 
 from __future__ import annotations
@@ -40,14 +40,10 @@ def phase_s(record: dict, name: str) -> float:
 
 
 def machine() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
+    """One line for a results file: CPU, cores, kernel, Python, and the load at the start."""
+    from cloudhpc.results.provenance import cpu_model
+
+    cpu = cpu_model()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     return (
         f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}, Python "

@@ -8,7 +8,7 @@ neighbour (two MPI Sendrecv of one double) and updates its points with
 
 c = 1, dt = 0.3, dx = 1, from u = sin(2 pi x) at t = 0 and t = -dt; the two ends stay at 0.
 Communication per step is O(1) while computation is O(points / P): the C/C ratio is O(1/n).
-The job is in _wave_job.py and the solver in _wave_solver.py (numba), so the CLI stays fast.
+The job is in job.py and the solver in solver.py (numba), so the CLI stays fast.
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..errors import CloudhpcError
-from ._arrays import check_output_path
+from ...errors import CloudhpcError
+from ..arrays import check_output_path
 
 HELP = "concurrent wave equation: a string split across ranks, halo exchange with Sendrecv"
+MAIN = "cloudhpc.apps.wave.job:main"
 RTOL = 1e-12  # --check: max |u - u_ref| <= RTOL * max(1, max |u_ref|)
 
 
@@ -34,11 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
     params = {"points": args.points, "steps": args.steps, "out": args.out}
-    validate(params, nprocs=1)
     return params
 
 
-def validate(params: dict[str, Any], nprocs: int) -> None:
+def validate(params: dict[str, Any], nprocs: int = 1) -> None:
     points, steps = int(params.get("points", 0)), int(params.get("steps", 0))
     if points < 3:
         raise CloudhpcError(f"--points must be at least 3 (got {points})")
@@ -47,11 +47,3 @@ def validate(params: dict[str, Any], nprocs: int) -> None:
     if steps < 0:
         raise CloudhpcError(f"--steps must be >= 0 (got {steps})")
     check_output_path(params.get("out"), "--out")
-
-
-def main(ctx) -> dict[str, Any]:
-    """The app itself is in _wave_job.py, which the worker imports (numba and all) before its
-    timed region; this module stays light so that building the CLI is fast."""
-    from ._wave_job import main as run
-
-    return run(ctx)

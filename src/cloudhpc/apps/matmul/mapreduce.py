@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..engines import engine_for
-from ._arrays import block_range
+from ...engines import engine_for
+from ..arrays import block_range
 
 
 def multiply_mapreduce(ctx, a, b, row_blocks: int, reread_static: bool) -> np.ndarray | None:
-    """C = A B on the root (None elsewhere); `a`, `b` are matmul.MatrixSource objects."""
+    """C = A B on the root (None elsewhere); `a`, `b` are inputs.MatrixSource objects."""
     engine = engine_for(ctx)
     m, n = a.shape
     p = b.shape[1]

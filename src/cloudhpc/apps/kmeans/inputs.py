@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CloudhpcError
-from ._arrays import open_npy, require_2d
+from ...errors import CloudhpcError
+from ..arrays import open_npy, require_2d
 
 
 def open_points(path: str) -> np.ndarray:

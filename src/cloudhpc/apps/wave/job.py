@@ -1,4 +1,4 @@
-"""The wave job (registered as app "wave"; the CLI options are in wave.py).
+"""The wave job (app "wave"; its options are in cli.py).
 
 Imports numba and the solver at module level: the worker imports this module before its timed
 region, so `timings.total_s` holds the job, not Python's imports.
@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import save_npy_atomic
-from ._wave_solver import gather_blocks, solve_reference, solve_spmd, warm_up
-from .wave import RTOL, validate
+from ..arrays import save_npy_atomic
+from .cli import RTOL, validate
+from .solver import gather_blocks, solve_reference, solve_spmd, warm_up
 
 
 def main(ctx) -> dict[str, Any]:

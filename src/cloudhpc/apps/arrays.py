@@ -15,6 +15,7 @@ import os
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -93,18 +94,29 @@ def check_output_path(path: str | None, what: str) -> None:
         raise CloudhpcError(f"{what} {path} is a directory")
 
 
-def save_npy_atomic(path: str, array: np.ndarray) -> str:
-    """Write `array` to `path` (exact name, no .npy appended) atomically; return the path."""
+def write_atomic(path: str | Path, write: Callable[[BinaryIO], None]) -> str:
+    """Create `path` whole or not at all: `write(file)` fills a temporary file in the same
+    directory, which then replaces `path` (a reader never sees half a file)."""
     target = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            np.save(f, np.ascontiguousarray(array))
+            write(f)
         os.replace(tmp, target)
     except BaseException:
-        os.unlink(tmp)
+        Path(tmp).unlink(missing_ok=True)
         raise
     return str(target)
+
+
+def save_npy_atomic(path: str, array: np.ndarray) -> str:
+    """Write `array` to `path` (exact name, no .npy appended) atomically; return the path."""
+    return write_atomic(path, lambda f: np.save(f, np.ascontiguousarray(array)))
+
+
+def save_npz_atomic(path: str, arrays: dict[str, np.ndarray]) -> str:
+    """Write named arrays to the .npz file `path` atomically; return the path."""
+    return write_atomic(path, lambda f: np.savez(f, **arrays))
 
 
 def generated_rows(

@@ -1,4 +1,4 @@
-"""The kmeans job (registered as app "kmeans"; the CLI options are in kmeans.py).
+"""The kmeans job (app "kmeans"; its options are in cli.py).
 
 Imports numba and the kernels at module level: the worker imports this module before its timed
 region, so `timings.total_s` holds the job, not Python's imports.
@@ -11,16 +11,17 @@ from typing import Any
 
 import numpy as np
 
-from ._arrays import save_npy_atomic
-from ._kmeans_data import initial_centers, lloyd_reference, load_all_points, load_local_points
-from ._kmeans_kernels import warm_up
-from ._kmeans_models import lloyd_mapreduce, lloyd_spmd
-from .kmeans import RTOL, validate
+from ..arrays import save_npy_atomic
+from .cli import RTOL, validate
+from .data import initial_centers, load_all_points, load_local_points
+from .kernels import warm_up
+from .models import lloyd_mapreduce, lloyd_spmd
+from .reference import lloyd_reference
 
 
 def main(ctx) -> dict[str, Any]:
     params = ctx.params
-    validate(params)
+    validate(params, ctx.size)
     iterations = int(params.get("iterations", 20))
     tol = float(params.get("tol", 0.0))
     model = params.get("model", "mapreduce")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import CloudhpcError
+from ...errors import CloudhpcError
 
 FORMATS = {".root": "root", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy"}
 

@@ -1,0 +1,120 @@
+"""`files`: CAP3-style map-only (section 12.4.1): an external program run once per input file.
+
+`cloudhpc run files --cmd 'PROG {input} ARGS' --out DIR INPUTS...`. The command is split with
+shlex into argv and run without a shell, so no file name can inject a command; `{input}` in any
+argument is replaced by the input's path ({name}: its file name; {out}: DIR, for programs that
+write files of their own, as CAP3 does). For each input, DIR/<name>.stdout and DIR/<name>.stderr
+(of the last attempt), and DIR/summary.json with every item's exit code, attempts and seconds.
+Every file appears atomically (written to a temporary name in DIR, then os.replace). Items are
+handed out dynamically, a failed item is retried up to --retries times, and the command exits
+non-zero if any item still failed (the summary records all of them).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import shutil
+from typing import Any
+
+from ...errors import CloudhpcError
+
+HELP = "map-only: run a program once per input file (CAP3-style)"
+DESCRIPTION = (
+    "Map-only execution unit (CAP3, section 12.4.1): run PROG once per input file, items handed "
+    "out dynamically, failed items retried. Writes DIR/<input>.stdout, .stderr and "
+    "DIR/summary.json atomically; exits non-zero if an item failed after its retries."
+)
+MAIN = "cloudhpc.apps.files.job:main"
+PLACEHOLDER = "{input}"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("inputs", nargs="+", metavar="INPUT", help="input files, one item each")
+    p.add_argument(
+        "--cmd",
+        required=True,
+        metavar="'PROG {input} ARGS'",
+        help="program and arguments (no shell); {input} is replaced by each input's path, "
+        "{name} by its file name and {out} by the output directory (for programs that write "
+        "files of their own)",
+    )
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    p.add_argument(
+        "--retries", type=int, default=0, metavar="N", help="retry a failed item up to N times"
+    )
+    p.add_argument(
+        "--schedule",
+        choices=("dynamic", "static"),
+        default="dynamic",
+        help="dynamic: rank 0 hands out items on request (items differ in cost); static: "
+        "contiguous blocks of the input list (for comparison)",
+    )
+    p.add_argument(
+        "--item-timeout",
+        type=float,
+        default=None,
+        metavar="SEC",
+        help="count an attempt as failed after SEC seconds",
+    )
+
+
+def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    params = {
+        "cmd": args.cmd,
+        "inputs": [os.path.abspath(p) for p in args.inputs],
+        "out": os.path.abspath(args.out),
+        "retries": args.retries,
+        "item_timeout": args.item_timeout,
+        "schedule": args.schedule,
+    }
+    return params
+
+
+def exit_code(record: dict) -> int:
+    failed = (record.get("metrics") or {}).get("items_failed", 0)
+    return 1 if failed or record.get("verified") is False else 0
+
+
+# --- validation ------------------------------------------------------------------------------
+def command_template(cmd: str) -> list[str]:
+    try:
+        argv = shlex.split(cmd)
+    except ValueError as e:
+        raise CloudhpcError(f"--cmd cannot be split into arguments: {e}") from None
+    if not argv:
+        raise CloudhpcError("--cmd is empty")
+    if not any(PLACEHOLDER in a for a in argv):
+        raise CloudhpcError(f"--cmd must contain {PLACEHOLDER} where each input's path goes")
+    if PLACEHOLDER in argv[0]:
+        raise CloudhpcError(f"--cmd must start with a program, not {PLACEHOLDER}")
+    if shutil.which(argv[0]) is None:
+        raise CloudhpcError(f"program not found: {argv[0]}")
+    return argv
+
+
+def validate(params: dict[str, Any], nprocs: int = 1) -> list[str]:
+    """The argv template; raises CloudhpcError naming the first problem with the parameters."""
+    argv = command_template(params["cmd"])
+    inputs = params["inputs"]
+    if not inputs:
+        raise CloudhpcError("no input files")
+    names: dict[str, str] = {}
+    for path in inputs:
+        if not os.path.isfile(path):
+            raise CloudhpcError(f"input file not found: {path}")
+        if not os.access(path, os.R_OK):
+            raise CloudhpcError(f"input file not readable: {path}")
+        name = os.path.basename(path)
+        if name in names:
+            raise CloudhpcError(f"two inputs share the name {name!r}: {names[name]} and {path}")
+        names[name] = path
+    if params.get("schedule", "dynamic") not in ("dynamic", "static"):
+        raise CloudhpcError(f"unknown schedule {params['schedule']!r}; use dynamic or static")
+    if params.get("retries", 0) < 0:
+        raise CloudhpcError("--retries must be >= 0")
+    out = params["out"]
+    if os.path.exists(out) and not os.path.isdir(out):
+        raise CloudhpcError(f"--out exists and is not a directory: {out}")
+    return argv

@@ -1,0 +1,1 @@
+"""matmul: C = A B by Cannon's algorithm (MPI) or iterative map-reduce (000 12.4.3)."""

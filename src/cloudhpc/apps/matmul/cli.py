@@ -1,0 +1,82 @@
+"""matmul: C = A B in two models (000 section 12.4.3, Fig 12.2 and Table 12.5).
+
+- `spmd`: Cannon's algorithm on a q x q periodic process grid (P = q^2). Rank (i, j) starts with
+  the skewed blocks A(i, i+j) and B(i+j, j), read straight from the inputs so no alignment messages
+  are needed; each of the q steps multiplies its blocks into C(i, j) and rolls A one step left and
+  B one step up with MPI Sendrecv_replace. Matrices whose sides are not multiples of q are padded
+  with zeros to equal blocks (zeros add nothing to the product).
+- `mapreduce`: the iterative map-reduce of CGL-MapReduce: map task j keeps column block j of B in
+  memory (static data); iteration i broadcasts row block i of A (dynamic data); every map task
+  computes C(i, j) and the reduce assembles row block i of C on the driver (rank 0).
+Local block products go to NumPy's BLAS. --check compares with one numpy.matmul to 1e-10.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ...errors import CloudhpcError
+from ..arrays import check_output_path
+from .inputs import open_inputs
+
+HELP = "matrix multiplication: Cannon's algorithm (MPI) or iterative map-reduce"
+MAIN = "cloudhpc.apps.matmul.job:main"
+MODELS = ("mapreduce", "spmd")
+RTOL = 1e-10
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("matmul")
+    g.add_argument("--model", choices=MODELS, default="spmd")
+    g.add_argument("--a", metavar="A.npy", help="left matrix (m x n, float)")
+    g.add_argument("--b", metavar="B.npy", help="right matrix (n x p, float)")
+    g.add_argument("--generate", action="store_true", help="random square matrices instead")
+    g.add_argument("--size", type=int, default=1024, help="side of the generated matrices")
+    g.add_argument("--seed", type=int, default=0)
+    g.add_argument(
+        "--row-blocks",
+        type=int,
+        default=None,
+        help="mapreduce: row blocks of A = iterations (default: the number of ranks)",
+    )
+    g.add_argument("--out", metavar="C.npy", help="the product")
+    g.add_argument(
+        "--reread-static",
+        action="store_true",
+        help="mapreduce: re-read B's column block every iteration (the Hadoop way)",
+    )
+
+
+def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    params = {
+        "model": args.model,
+        "a": args.a,
+        "b": args.b,
+        "generate": bool(args.generate),
+        "size": args.size,
+        "seed": args.seed,
+        "row_blocks": args.row_blocks,
+        "out": args.out,
+        "reread_static": bool(args.reread_static),
+    }
+    return params
+
+
+def validate(params: dict[str, Any], nprocs: int = 1) -> None:
+    """What can be checked without reading data."""
+    model = params.get("model", "spmd")
+    if model not in MODELS:
+        raise CloudhpcError(f"unknown matmul model {model!r}; known: {', '.join(MODELS)}")
+    if params.get("generate") and (params.get("a") or params.get("b")):
+        raise CloudhpcError("give either --a/--b or --generate, not both")
+    if params.get("generate") and int(params.get("size", 0)) < 1:
+        raise CloudhpcError(f"--size must be at least 1 (got {params.get('size')})")
+    if not params.get("generate") and not (params.get("a") and params.get("b")):
+        raise CloudhpcError("matmul needs --a A.npy and --b B.npy, or --generate --size N")
+    if params.get("row_blocks") is not None and int(params["row_blocks"]) < 1:
+        raise CloudhpcError("--row-blocks must be at least 1")
+    if params.get("reread_static") and model != "mapreduce":
+        raise CloudhpcError("--reread-static applies to --model mapreduce only")
+    check_output_path(params.get("out"), "--out")
+    open_inputs(params)  # headers only: shapes and dtypes fail here, before any rank starts
