@@ -63,6 +63,8 @@ def read_fasta(path: str) -> list[tuple[str, str]]:
         raise CloudhpcError(f"{path} is not a FASTA file: {first}") from None
     except OSError as e:
         raise CloudhpcError(f"cannot read {path}: {e.strerror}") from None
+    if not records and os.path.getsize(path) > 0:
+        raise CloudhpcError(f"{path} is not a FASTA file: no record starts with '>'")
     return records
 
 
@@ -137,8 +139,9 @@ def generate(
     mutation: float = 0.08,
     seed: int = 0,
 ) -> list[tuple[str, str]]:
-    """n DNA records `fam<F>_<k>`: family ancestors `divergence` away from one random root of
-    `length` bases, members `mutation` away from their ancestor."""
+    """n DNA records named `fFF_KKKKKK` (10 characters: strict PHYLIP names): family ancestors
+    `divergence` away from one random root of `length` bases, members `mutation` away from
+    their ancestor."""
     if n < 1 or length < 1 or families < 1:
         raise CloudhpcError("generate needs n, length and families >= 1")
     rng = np.random.default_rng(seed)
@@ -151,7 +154,7 @@ def generate(
         seq = _mutate(rng, ancestors[f], mutation, letters)
         if seq.size == 0:  # only for tiny lengths at high rates: keep every record non-empty
             seq = ancestors[f][:1] if ancestors[f].size else root[:1]
-        records.append((f"fam{f:02d}_{k:06d}", seq.tobytes().decode("ascii")))
+        records.append((f"f{f:02d}_{k:06d}", seq.tobytes().decode("ascii")))
     return records
 
 
