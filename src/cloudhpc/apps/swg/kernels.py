@@ -94,21 +94,9 @@ class Parasail:
             ),
             "none",
         )
-        create = (_SZ, _SZ, _INT, _SZ)  # (profile*) (const char *s1, int s1Len, matrix*)
-        align = (_SZ, _SZ, _SZ, _INT, _INT, _INT)  # (result*) (profile*, s2, s2Len, open, gap)
-
-        def funcs(family: str) -> Functions:
-            return Functions(
-                _proto(lib, "profile_create_16", *create),
-                _proto(lib, f"sw_{family}_profile_16", *align),
-                _proto(lib, "profile_create_32", *create),
-                _proto(lib, f"sw_{family}_profile_32", *align),
-                f"sw_{family}_profile_16",
-                f"sw_{family}_profile_32",
-            )
-
-        self.trace = funcs("trace_scan")
-        self.score_only = funcs("striped")
+        self._lib = lib
+        self.trace = self.functions("trace_scan")
+        self.score_only = self.functions("striped")
         self.get_score = _proto(lib, "result_get_score", _INT, _SZ)
         # (cigar*) (result*, const char *seqA, int lenA, const char *seqB, int lenB, matrix*)
         self.get_cigar = _proto(lib, "result_get_cigar", _SZ, _SZ, _SZ, _INT, _SZ, _INT, _SZ)
@@ -116,7 +104,20 @@ class Parasail:
         self.is_saturated = _proto(lib, "result_is_saturated", _INT, _SZ)
         self.result_free = _proto(lib, "result_free", None, _SZ)
         self.profile_free = _proto(lib, "profile_free", None, _SZ)
-        self._lib = lib
+
+    def functions(self, family: str, profile: str = "", narrow: int = 16) -> Functions:
+        """The `narrow`-bit (16) and 32-bit `sw_<family>_profile_*` functions and their profile
+        makers (`profile="_stats"` for the stats family), e.g. "trace_scan", "stats_striped"."""
+        create = (_SZ, _SZ, _INT, _SZ)  # (profile*) (const char *s1, int s1Len, matrix*)
+        align = (_SZ, _SZ, _SZ, _INT, _INT, _INT)  # (result*) (profile*, s2, s2Len, open, gap)
+        return Functions(
+            _proto(self._lib, f"profile_create{profile}_{narrow}", *create),
+            _proto(self._lib, f"sw_{family}_profile_{narrow}", *align),
+            _proto(self._lib, f"profile_create{profile}_32", *create),
+            _proto(self._lib, f"sw_{family}_profile_32", *align),
+            f"sw_{family}_profile_{narrow}",
+            f"sw_{family}_profile_32",
+        )
 
 
 _LOCK = threading.Lock()
@@ -221,10 +222,12 @@ def _align_segments(
 class Aligner:
     """All-pairs alignment of one sequence set with one scoring, on T threads of this process."""
 
-    def __init__(self, seqs, matrix, identity: bool, threads: int = 1) -> None:
+    def __init__(
+        self, seqs, matrix, identity: bool, threads: int = 1, functions: Functions | None = None
+    ) -> None:
         lib = library()
         self.lib = lib
-        self.fns = lib.trace if identity else lib.score_only
+        self.fns = functions or (lib.trace if identity else lib.score_only)
         self.identity = identity
         self.seqs = seqs
         self.buf = np.ascontiguousarray(seqs.buf)
