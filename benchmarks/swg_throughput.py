@@ -175,6 +175,21 @@ def main() -> None:
         "cloudhpc: 1 rank x 2 threads / 2 ranks x 1 thread throughput": best("cloudhpc P=2 blocks")
         / best("cloudhpc 1 rank x 2 threads"),
     }
+
+    def per_round(a: str, b: str, cores: int = 1) -> list[float]:
+        """time(a) / (cores x time(b)) in each round: the pairs measured side by side."""
+        return [x[0] / (cores * y[0]) for x, y in zip(samples[a], samples[b], strict=True)]
+
+    paired = {
+        "P=2 / P=1 throughput, blocks": per_round("cloudhpc P=1 blocks", "cloudhpc P=2 blocks"),
+        "P=2 / P=1 throughput, pairs": per_round("cloudhpc P=1 pairs", "cloudhpc P=2 pairs"),
+        "per core, cloudhpc P=2 blocks / python loop": per_round(
+            "python loop", "cloudhpc P=2 blocks", 2
+        ),
+        "per core, cloudhpc P=2 pairs / python loop": per_round(
+            "python loop", "cloudhpc P=2 pairs", 2
+        ),
+    }
     header = ["run", "measure", "cores", "best s", "median s", "GCUPS", "GCUPS/core",
               "ms/pair/core", "busy max/min"]  # fmt: skip
     notes = [
@@ -185,7 +200,12 @@ def main() -> None:
         "Command: `.venv/bin/python benchmarks/swg_throughput.py` (cloudhpc rows: "
         f"`{samples['cloudhpc P=2 blocks'][0][3]}` and the like)",
         "",
+        "Ratios of the best times (the quietest moment of each configuration):",
         *[f"- {k}: **{v:.3f}**" for k, v in ratios.items()],
+        "",
+        "The same ratios round by round (each round's runs side by side; other jobs' load moves "
+        "them):",
+        *[f"- {k}: {', '.join(f'{v:.3f}' for v in vs)}" for k, vs in paired.items()],
     ]
     write_markdown("swg_throughput", "swg: all-pairs SW-G throughput", header, rows, notes)
     write_json(
@@ -193,6 +213,7 @@ def main() -> None:
         {"machine": where, "n": n, "pairs": pairs, "cells": cells, "rounds": args.rounds,
          "seconds": {k: [s[0] for s in v] for k, v in samples.items()},
          "balance": {k: [s[2] for s in v] for k, v in samples.items()}, "ratios": ratios,
+         "ratios_per_round": paired,
          "seed_ms_per_pair_per_core": SEED_MS},
     )  # fmt: skip
     for r in rows:
