@@ -113,7 +113,7 @@ def bad_inputs(tmp_path):
         (["garbage.root"], [], "cannot read"),
         (["empty.parquet"], [], "input file is empty"),
         (["none.npy"], [], "the inputs hold no events"),
-        (["missing.root"], [], "input file not found"),
+        (["missing.root"], [], "missing.root does not exist"),
         (["plain.npy"], [], "hep reads a 1-D structured .npy"),
         (["good.csv"], [], "unknown input format '.csv'"),
         ([], [], "no input files"),

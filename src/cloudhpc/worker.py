@@ -12,6 +12,7 @@ import os
 import sys
 import traceback
 
+from .atomic import write_json
 from .context import CONTROL_DIR_VAR, CONTROL_PREFIX, RunContext
 from .errors import CloudhpcError
 from .job import Job
@@ -31,24 +32,23 @@ def _jsonable(obj):
     return str(obj)
 
 
-def _fail(comm, rank: int, kind: str, message: str, code: int) -> None:
-    """Say why on stdout and in the run's control directory, then end every rank.
-
-    MPI_Abort makes Hydra tear the job down at once and can drop the rank's last stdout chunk,
-    so the message is also written as a file the parent reads after the run.
-    """
+def report_failure(rank: int | str, kind: str, message: str) -> None:
+    """Tell the parent why this rank stops: a control line on stdout, and a file in the run's
+    control directory (MPI_Abort can drop the rank's last stdout chunk; the file survives)."""
     msg = {"error": message, "message": message, "kind": kind, "rank": rank}
     _control(msg)
     control_dir = os.environ.get(CONTROL_DIR_VAR)
     if control_dir:
         try:
-            tmp = os.path.join(control_dir, f".error-{rank}.tmp")
-            with open(tmp, "w") as fh:
-                json.dump(msg, fh)
-            os.replace(tmp, os.path.join(control_dir, f"error-{rank}.json"))
+            write_json(os.path.join(control_dir, f"error-{rank}.json"), msg, indent=None)
         except OSError:
             pass  # stdout still carries it
     sys.stderr.flush()
+
+
+def _fail(comm, rank: int, kind: str, message: str, code: int) -> None:
+    """Say why, then end every rank (MPI_Abort makes Hydra tear the whole job down at once)."""
+    report_failure(rank, kind, message)
     comm.Abort(code)
 
 
