@@ -121,28 +121,33 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
     except PermissionError:
         raise CloudhpcError(f"cannot start {plan.argv[0]!r}: not executable") from None
 
-    stderr_chunks: list[str] = []
-    reader = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read()), daemon=True)
-    reader.start()
-    outcome = Outcome(returncode=0, stderr="", wall_s=0.0)
     timer = None
     timed_out = threading.Event()
+    try:  # from here on, any way out of this function ends the job first
+        stderr_chunks: list[str] = []
+        reader = threading.Thread(
+            target=lambda: stderr_chunks.append(proc.stderr.read()), daemon=True
+        )
+        reader.start()
+        outcome = Outcome(returncode=0, stderr="", wall_s=0.0)
 
-    def expire() -> None:
-        timed_out.set()
-        end_job(proc, token)
+        def expire() -> None:
+            timed_out.set()
+            end_job(proc, token)
 
-    try:
         if timeout:
             timer = threading.Timer(timeout, expire)
             timer.start()
         for line in proc.stdout:
             line = line.rstrip("\n")
-            if line.startswith(CONTROL_PREFIX):
-                _dispatch(json.loads(line[len(CONTROL_PREFIX) :]), outcome, monitor)
+            msg = _control_message(line)
+            if msg is not None:
+                _dispatch(msg, outcome, monitor)
             else:
                 monitor.output(line)
         proc.wait()
+        end_tagged(token)  # whatever the ranks left running (a program's background children)
+        reader.join()
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP (signals.py), or a failure in this process
         end_job(proc, token)
         proc.wait()
@@ -152,14 +157,23 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
             timer.cancel()
             timer.join()  # an expiry under way finishes its clean-up first
         monitor.close()
-    end_tagged(token)  # whatever the ranks left running (a program's background children)
-    reader.join()
     outcome.returncode = proc.returncode
     outcome.stderr = "".join(stderr_chunks)
     outcome.wall_s = time.perf_counter() - t0
     if timed_out.is_set():
         outcome.error = {"kind": "timeout", "message": f"the run exceeded --timeout {timeout:g} s"}
     return outcome
+
+
+def _control_message(line: str) -> dict[str, Any] | None:
+    """The control message on a rank's output line, or None for a line meant for the user."""
+    if not line.startswith(CONTROL_PREFIX):
+        return None
+    try:
+        msg = json.loads(line[len(CONTROL_PREFIX) :])
+    except ValueError:
+        return None
+    return msg if isinstance(msg, dict) else None
 
 
 def _dispatch(msg: dict[str, Any], outcome: Outcome, monitor: Monitor) -> None:

@@ -91,7 +91,7 @@ def check_writable(results_dir: str | os.PathLike) -> Path:
     path = Path(results_dir)
     try:
         path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
+        with tempfile.TemporaryFile(dir=path):  # unnamed where the system allows: never left
             pass
     except OSError as e:
         raise CloudhpcError(f"results directory {path} is not writable: {e.strerror}") from None
