@@ -17,6 +17,7 @@ from rich.table import Table
 from ..apps.registry import load_app
 from ..errors import CloudhpcError, RunFailed
 from ..launch.runner import raise_for_failure
+from ..paths import check_output_file
 from ..profile import load_profile, report
 from ..profile.model import Profile
 from .app_params import ParamSpec, parse_params, run_app_spec
@@ -248,6 +249,9 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     args = p.parse_args(target[1:])
     args.json = args.json or outer.json
+    if verb == "compare":  # outputs checked before any work, as for runs
+        check_output_file(args.csv, "--csv")
+        check_output_file(args.plot and f"{args.plot}.png", "--plot")
     if verb == "show":
         prof = load_profile(args.profile)
         if args.json:

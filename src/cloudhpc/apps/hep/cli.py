@@ -133,5 +133,5 @@ def validate(p: dict[str, Any], nprocs: int = 1) -> None:
         raise CloudhpcError("no input files (give INPUT files or --generate DIR)")
     else:
         for path in p["inputs"]:
-            io.kind_of(path)
             io.check_file(path)
+            io.kind_of(path)
