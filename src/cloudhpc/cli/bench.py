@@ -59,7 +59,6 @@ def add_parser(subparsers) -> None:
         b = add_subparser(sub, name, help_text)
         add_arguments(b, name)
         add_launch_options(b, default_np=2)
-        b.set_defaults(bench=name)
     p.set_defaults(handler=handle)
 
 
