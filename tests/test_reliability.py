@@ -406,6 +406,34 @@ def test_profile_app_params_use_the_apps_parser(tmp_path, results):
         assert not bad.exists()  # refused before anything started
 
 
+def test_key_value_words_become_the_apps_own_argv():
+    from cloudhpc.apps.registry import load_app
+    from cloudhpc.cli.app_params import run_app_spec, to_argv
+    from cloudhpc.cli.parser import Parser
+    from cloudhpc.errors import CloudhpcError
+
+    def argv(app: str, *words: str) -> list[str]:
+        p = Parser(add_help=False)
+        run_app_spec(load_app(app)).add_arguments(p)
+        return to_argv(p, list(words), app, frozenset({"--json"}))
+
+    assert argv("hep", "a.root", "branch=mass", "branch=pt", "bins=100,50", "range=-5,5",
+                "range=0,1e3", "check=yes") == [
+        "a.root", "--branch=mass", "--branch=pt", "--bins", "100", "50",
+        "--range", "-5", "5", "--range", "0", "1e3", "--check",
+    ]  # fmt: skip
+    assert argv("files", "cmd=cat {input}", "x.txt", "--out", "o", "retries=2") == [
+        "x.txt",
+        "--cmd=cat {input}",
+        "--out",
+        "o",
+        "--retries=2",
+    ]
+    assert argv("kmeans", "generate=false", "reread_static=on") == ["--reread-static"]
+    with pytest.raises(CloudhpcError, match="--json is an option of the command"):
+        argv("wave", "points=10", "--json")
+
+
 # ---- 7. files for the user follow the umask; a failed item is a failed record ----------------
 
 
