@@ -46,10 +46,14 @@ def report_failure(rank: int | str, kind: str, message: str) -> None:
     sys.stderr.flush()
 
 
-def _fail(comm, rank: int, kind: str, message: str, code: int) -> None:
-    """Say why, then end every rank (MPI_Abort makes Hydra tear the whole job down at once)."""
+def _fail(rank: int, kind: str, message: str, code: int) -> None:
+    """Say why, then leave at once: a rank that exits without MPI_Finalize makes Hydra (and srun
+    --kill-on-bad-exit) end every other rank of the job. Not MPI_Abort: it kills Hydra's proxies
+    before they remove their topology file, so every failed run left a /tmp/hydra_hwloc_xmlfile_*.
+    """
     report_failure(rank, kind, message)
-    comm.Abort(code)
+    sys.stdout.flush()
+    os._exit(code)
 
 
 def run(job: Job) -> None:
@@ -68,12 +72,12 @@ def run(job: Job) -> None:
         comm.Barrier()
         total = MPI.Wtime() - t0
     except CloudhpcError as e:
-        _fail(comm, rank, "usage", str(e), 2)
+        _fail(rank, "usage", str(e), 2)
         return
     except BaseException as e:  # a crash: show this rank's traceback, then end every rank
         for line in traceback.format_exc().rstrip().splitlines():
             print(f"[rank {rank}] {line}", file=sys.stderr)
-        _fail(comm, rank, "crash", f"{type(e).__name__}: {e}", 1)
+        _fail(rank, "crash", f"{type(e).__name__}: {e}", 1)
         return
 
     # Ranks may time different phases (only rank 0 writes, say): take the union of the names.
