@@ -18,7 +18,7 @@ import argparse
 from typing import Any
 
 from ...errors import CloudhpcError
-from ..arrays import check_output_path
+from ..arrays import check_output_path, check_seed
 from .inputs import check_inputs
 
 HELP = "k-means clustering (Lloyd): iterative map-reduce or hand-written MPI"
@@ -97,5 +97,6 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
         raise CloudhpcError("--k must be at least 1")
     if params.get("reread_static") and params.get("model", "mapreduce") != "mapreduce":
         raise CloudhpcError("--reread-static applies to --model mapreduce only")
+    check_seed(params.get("seed", 0))
     check_output_path(params.get("centers_out"), "--centers-out")
     check_inputs(params)

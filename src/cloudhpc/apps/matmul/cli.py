@@ -17,7 +17,7 @@ import argparse
 from typing import Any
 
 from ...errors import CloudhpcError
-from ..arrays import check_output_path
+from ..arrays import check_output_path, check_seed
 from .inputs import open_inputs
 
 HELP = "matrix multiplication: Cannon's algorithm (MPI) or iterative map-reduce"
@@ -78,5 +78,7 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
         raise CloudhpcError("--row-blocks must be at least 1")
     if params.get("reread_static") and model != "mapreduce":
         raise CloudhpcError("--reread-static applies to --model mapreduce only")
+    check_seed(params.get("seed", 0))
     check_output_path(params.get("out"), "--out")
-    open_inputs(params)  # headers only: shapes and dtypes fail here, before any rank starts
+    for source in open_inputs(params):  # shapes, dtypes and values fail here, before launch
+        source.require_finite()

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import CloudhpcError
-from ..arrays import generated_rows, open_npy, require_2d
+from ..arrays import generated_rows, open_npy, require_2d, require_finite
 
 STREAM_A, STREAM_B = 10, 11
 
@@ -25,6 +25,8 @@ class MatrixSource:
         self.shape = shape
         self._array = array
         self._seed, self._stream = seed, stream
+        self.path: str | None = None  # the file it is read from (None: generated)
+        self.what = ""
 
     @classmethod
     def from_file(cls, path: str, what: str) -> MatrixSource:
@@ -34,7 +36,14 @@ class MatrixSource:
             raise CloudhpcError(
                 f"{what} file {path} is empty (shape {arr.shape[0]}x{arr.shape[1]})"
             )
-        return cls(arr.shape, array=arr)
+        src = cls(arr.shape, array=arr)
+        src.path, src.what = path, what
+        return src
+
+    def require_finite(self) -> None:
+        """Every value of a file-backed matrix is finite (a generated one always is)."""
+        if self._array is not None and self.path is not None:
+            require_finite(self._array, self.what, self.path)
 
     @classmethod
     def generated(cls, size: int, seed: int, stream: int) -> MatrixSource:
