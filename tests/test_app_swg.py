@@ -297,3 +297,13 @@ def test_sigterm_leaves_no_temporary(tmp_path, results):
     assert proc.returncode != 0
     assert [p for p in os.listdir(tmp_path) if p != "results"] == []
     assert not results.exists() or not list(results.rglob("*.json"))  # no record
+
+
+def test_a_block_failing_every_attempt_fails_the_run_without_output(tmp_path, results):
+    r = run_cli(
+        "run", "swg", "--generate", "40", "--block", "16", "--fail-every", "2", "--retries", "0",
+        "-n", "2", "--out", str(tmp_path / "D.npy"), "--results", str(results),
+    )  # fmt: skip
+    assert_one_line_error(r, "block(s) failed", "injected failure")
+    assert [p for p in os.listdir(tmp_path) if p != "results"] == []
+    assert not results.exists() or not list(results.rglob("*.json"))

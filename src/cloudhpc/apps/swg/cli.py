@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from ...errors import CloudhpcError
-from ..arrays import check_output_path
+from ..arrays import check_output_path, check_seed
 from .data import DNA, encode, generate, guess_alphabet, read_fasta
 from .scoring import Matrix, allowed_letters, scoring_from_params
 
@@ -146,6 +146,7 @@ def validate(params: dict[str, Any], nprocs: int = 1):
     for key, low in (("block", 0), ("retries", 0), ("check_pairs", 1), ("fail_every", 0)):
         if int(params.get(key, low)) < low:
             raise CloudhpcError(f"--{key.replace('_', '-')} must be >= {low}")
+    check_seed(params.get("seed", 0))
     check_output_path(params.get("out"), "--out")
     check_output_path(params.get("fasta_out"), "--fasta-out")
     if params.get("seqs") and params.get("generate"):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ...errors import CloudhpcError
+from ...paths import check_input_file
 
 DNA = "dna"
 PROTEIN = "protein"
@@ -48,8 +49,7 @@ def read_fasta(path: str) -> list[tuple[str, str]]:
     """(name, sequence) of every record; the name is the header's first word, as in Biopython."""
     from Bio.SeqIO.FastaIO import SimpleFastaParser
 
-    if not os.path.isfile(path):
-        raise CloudhpcError(f"sequence file {path} does not exist")
+    check_input_file(path, "sequence file")
     records = []
     try:
         with open(path, encoding="ascii") as fh:
