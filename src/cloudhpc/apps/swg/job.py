@@ -82,9 +82,18 @@ class TileWork:
         self.cells += tile.cells(self.lengths)
         self.tiles += 1
 
-    @property
-    def busy_s(self) -> float:
-        return self.align_s + self.write_s
+    def tally(self) -> dict[str, float]:
+        """This rank's share, for the record's per-rank rows."""
+        return {
+            "pairs": self.pairs,
+            "cells": self.cells,
+            "tiles": self.tiles,
+            "busy_s": self.align_s + self.write_s,
+            "align_s": self.align_s,
+            "write_s": self.write_s,
+            "widened": self.aligner.wide_pairs,
+            "write_calls": self.out.writes,
+        }
 
 
 def run_blocks(ctx: RunContext, work: TileWork, n: int, block: int) -> tuple[list, dict]:
@@ -241,19 +250,7 @@ def main(ctx: RunContext) -> dict:
         stage_s = time.perf_counter() - t0
         with ctx.phase("write"):
             out.close()
-        tallies = ctx.comm.gather(
-            (
-                work.busy_s,
-                work.align_s,
-                work.write_s,
-                work.pairs,
-                work.cells,
-                work.tiles,
-                aligner.wide_pairs,
-                out.writes,
-            ),
-            root=0,
-        )
+        tallies = ctx.comm.gather(work.tally(), root=0)
         aligner.close()
         if ctx.rank != 0:
             return {}
@@ -273,49 +270,33 @@ def main(ctx: RunContext) -> dict:
         if ctx.rank == 0:
             out.discard()  # the other ranks' open handles do not matter: the name goes
         raise
-    return summarise(
-        ctx,
-        seqs,
-        scoring,
-        aligner,
-        decomposition,
-        block,
-        measure,
-        stage_s,
-        tallies,
-        info,
-        verification,
-        outputs,
-    )
+    run = {"decomposition": decomposition, "block": block, "measure": measure, **info}
+    return summarise(ctx, seqs, scoring, aligner, run, stage_s, tallies, verification, outputs)
 
 
 def summarise(
-    ctx,
-    seqs,
+    ctx: RunContext,
+    seqs: Sequences,
     scoring,
-    aligner,
-    decomposition,
-    block,
-    measure,
-    stage_s,
-    tallies,
-    info,
-    verification,
-    outputs,
+    aligner: Aligner,
+    run: dict[str, Any],
+    stage_s: float,
+    tallies: list[dict[str, float]],
+    verification: dict[str, Any] | None,
+    outputs: list[str],
 ) -> dict[str, Any]:
     n = len(seqs)
-    busy, align, write, pairs, cells, tiles, wide, writes = (
-        list(x) for x in zip(*tallies, strict=True)
-    )
+    busy = [t["busy_s"] for t in tallies]
     threads = aligner.threads
     cores = ctx.size * threads
     total_pairs = pairs_total(n)
-    if sum(pairs) != total_pairs:
-        raise AssertionError(f"{sum(pairs)} pairs computed, {total_pairs} in the triangle")
-    total_cells = sum(cells)
+    if sum(t["pairs"] for t in tallies) != total_pairs:
+        raise AssertionError(f"{tallies} do not add up to the {total_pairs} pairs of the triangle")
+    total_cells = sum(t["cells"] for t in tallies)
     gcups = total_cells / stage_s / 1e9 if stage_s > 0 else 0.0
     ms_pair_core = stage_s * cores / total_pairs * 1e3
     balance = max(busy) / min(busy) if min(busy) > 0 else float("inf")
+    decomposition, measure = run.pop("decomposition"), run.pop("measure")
     metrics = {
         "sequences": n,
         "pairs": total_pairs,
@@ -324,7 +305,6 @@ def summarise(
         "ranks": ctx.size,
         "threads_per_rank": threads,
         "cores": cores,
-        "block": block,
         "all_pairs_s": stage_s,
         "gcups": gcups,
         "gcups_per_core": gcups / cores,
@@ -333,27 +313,18 @@ def summarise(
         "load_balance_max_over_min": balance,
         "busy_max_s": max(busy),
         "busy_min_s": min(busy),
-        "align_s_sum": sum(align),
-        "write_s_sum": sum(write),
-        "write_calls": sum(writes),
-        "pairs_widened_to_32bit": sum(wide),
-        **info,
+        "align_s_sum": sum(t["align_s"] for t in tallies),
+        "write_s_sum": sum(t["write_s"] for t in tallies),
+        "write_calls": sum(t["write_calls"] for t in tallies),
+        "pairs_widened_to_32bit": sum(t["widened"] for t in tallies),
+        **run,
     }
     verified = None
     if verification is not None:
         verified = verification.pop("ok")
         metrics.update({k: v for k, v in verification.items() if not isinstance(v, str)})
-    rows = [
-        {
-            "rank": r,
-            "pairs": pairs[r],
-            "tiles": tiles[r],
-            "busy_s": busy[r],
-            "align_s": align[r],
-            "write_s": write[r],
-        }
-        for r in range(ctx.size)
-    ]
+    keep = ("pairs", "tiles", "busy_s", "align_s", "write_s")
+    rows = [{"rank": r, **{k: t[k] for k in keep}} for r, t in enumerate(tallies)]
     lines = [
         f"{n} sequences (mean {seqs.lengths.mean():.0f} letters, {seqs.alphabet}), "
         f"{total_pairs} pairs, {scoring.describe()}",
