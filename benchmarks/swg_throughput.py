@@ -20,6 +20,7 @@ per core = seconds x cores / pairs. Load balance = max/min busy time over ranks.
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import tempfile
 import threading
@@ -138,10 +139,13 @@ def main() -> None:
         "python loop, score": (lambda: (python_loop(texts, False), 1, None, "in-process"), "score"),
     }
     samples: dict[str, list] = {k: [] for k in configs}
-    for r in range(args.rounds):
-        for name, (fn, _) in configs.items():
-            samples[name].append(fn())
-            print(f"round {r + 1} {name}: {samples[name][-1][0]:.2f} s", flush=True)
+    try:
+        for r in range(args.rounds):
+            for name, (fn, _) in configs.items():
+                samples[name].append(fn())
+                print(f"round {r + 1} {name}: {samples[name][-1][0]:.2f} s", flush=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
     def best(name: str) -> float:
         return min(s[0] for s in samples[name])

@@ -21,7 +21,8 @@ from .scoring import Matrix, allowed_letters, scoring_from_params
 HELP = "all-pairs Smith-Waterman-Gotoh distances (parasail SIMD), blocks or pair ranges"
 DESCRIPTION = (
     "Aligns every pair i < j of a FASTA file (DNA or protein) locally with affine gaps "
-    "(parasail's striped SIMD kernel; EDNAFULL 16/4 for DNA, BLOSUM62 11/1 for protein) and "
+    "(parasail's SIMD kernels, one query profile per row; EDNAFULL 16/4 for DNA, BLOSUM62 11/1 "
+    "for protein) and "
     "writes the symmetric N x N float32 matrix of 1 - identity (matches / alignment length), or "
     "identity or score (--measure), as .npy with NAME.names.txt beside it, or as PHYLIP. "
     "Blocks of the triangle are handed out dynamically (--decomposition blocks, --block B) or "
@@ -76,7 +77,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
     o = p.add_argument_group("output")
     o.add_argument("--out", required=True, metavar="D.npy", help="the N x N matrix")
-    o.add_argument("--format", choices=("npy", "phylip"), default="npy", help="default npy")
+    o.add_argument(
+        "--format",
+        choices=("npy", "phylip"),
+        default="npy",
+        help="npy: float32 N x N with NAME.names.txt beside it; phylip: square distance matrix",
+    )
     o.add_argument(
         "--measure",
         choices=MEASURES,
