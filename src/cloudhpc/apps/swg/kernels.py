@@ -4,7 +4,7 @@ Kernels of record (parasail's CPU dispatcher picks AVX2 on this machine), chosen
 300 bp ALU-like DNA (benchmarks/swg_kernels.py has the table):
 - identity and distance: `sw_trace_scan_profile_16` (prefix-scan local alignment with a query
   profile, keeping the traceback), then `parasail_result_get_cigar`, whose '=' and 'X' operations
-  give the matches and the alignment length. This is ~2.5x faster than the `sw_stats_*` family,
+  give the matches and the alignment length. This is ~2.8x faster than the `sw_stats_*` family,
   which carries three extra DP vectors (matches, similar, length) through every cell; and
   `sw_stats_scan_profile_16` crashes in parasail 2.6.1 (its issue #99).
 - score only: `sw_striped_profile_16` (Farrar striped; faster than scan without traceback).
