@@ -46,6 +46,8 @@ class Job:
     results_dir: str = "cloudhpc-results"
     command_line: str = ""
     timeout_s: float | None = None
+    # the emulated cluster the hosts belong to (cluster.Cluster.to_dict()), None elsewhere
+    cluster: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))

@@ -10,6 +10,9 @@ reports a process killed by that signal.
 from __future__ import annotations
 
 import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 
 HANDLED = (signal.SIGTERM, signal.SIGHUP)
@@ -53,3 +56,18 @@ def install() -> None:
 def exit_status(exc: KeyboardInterrupt) -> int:
     """128 + signal number: 130 for Ctrl-C, 143 for SIGTERM, 129 for SIGHUP."""
     return 128 + getattr(exc, "signum", signal.SIGINT)
+
+
+@contextmanager
+def held() -> Iterator[None]:
+    """Hold Ctrl-C, SIGTERM and SIGHUP while a change that must not stop half-way runs (a
+    cluster's namespaces and links: created together or removed together); one that arrived
+    meanwhile is delivered when the block ends. Outside the main thread, a no-op."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, IGNORED_DURING_CLEANUP)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

@@ -11,13 +11,13 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from ..envs import ENVIRONMENTS
+from ..envs import environment_names, get_environment
 from ..errors import CloudhpcError
 from ..job import Job, Layout
 from ..launch import LAUNCHERS, choose_launcher
 from ..launch.hostfile import read_hosts_file
 from ..launch.layout import parse_layout
-from ..launch.runner import plan_job, raise_for_failure, run_plan
+from ..launch.runner import plan_job, provisioned, raise_for_failure, run_plan
 from ..results.store import check_writable, make_record, now_utc, write_record
 from .ui import ProgressMonitor, err, out
 
@@ -37,7 +37,8 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int = 1) -> None:
     g.add_argument(
         "--hosts",
         metavar="FILE",
-        help="hosts file, one host[:slots] per line; ranks start over ssh (Hydra)",
+        help="hosts file, one host[:slots] per line; ranks start over ssh (Hydra), or inside "
+        "the hosts of an emulated cluster for the NAME.hosts that `cloudhpc cluster up` writes",
     )
     g.add_argument(
         "--layout",
@@ -48,7 +49,10 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int = 1) -> None:
         "--env",
         default="native",
         metavar="NAME",
-        help=f"communication environment: {', '.join(sorted(ENVIRONMENTS))}",
+        help=f"communication environment: {', '.join(environment_names())}; capped:RATE runs "
+        "each rank on a host of a throwaway emulated cluster whose links are capped at RATE "
+        "(100mbit, 1gbit, 10gbit, as tc writes rates; bandwidth only: no added delay), "
+        "brought up for the run and down after it (needs root)",
     )
     g.add_argument(
         "--launcher",
@@ -102,14 +106,17 @@ def job_from_args(
         nprocs = 1 if engine == "serial" else args._default_np
     if layout is None:
         layout = Layout(1, nprocs, 1)
-    if args.env not in ENVIRONMENTS:
-        raise CloudhpcError(
-            f"unknown environment {args.env!r}; known: {', '.join(sorted(ENVIRONMENTS))}"
-        )
+    get_environment(args.env)  # unknown names and bad arguments: one line
     hosts = read_hosts_file(args.hosts) if args.hosts else ()
-    launcher = args.launcher or choose_launcher(bool(hosts), engine)
+    cluster = cluster_of_hosts_file(args.hosts, hosts) if hosts else None
+    launcher = args.launcher or ("cluster" if cluster else choose_launcher(bool(hosts), engine))
     if launcher not in LAUNCHERS:
         raise CloudhpcError(f"unknown launcher {launcher!r}; known: {', '.join(sorted(LAUNCHERS))}")
+    if cluster is not None and launcher != "cluster":
+        raise CloudhpcError(
+            f"{args.hosts} lists hosts of cluster {cluster['name']}, which start with the "
+            f"cluster launcher, not {launcher}"
+        )
     return Job(
         app=app,
         params=params,
@@ -124,7 +131,22 @@ def job_from_args(
         results_dir=args.results,
         command_line=command_line(),
         timeout_s=args.timeout,
+        cluster=cluster,
     )
+
+
+def cluster_of_hosts_file(path: str, hosts) -> dict | None:
+    """The description of the emulated cluster whose hosts file this is (None: real hosts)."""
+    from pathlib import Path
+
+    from ..cluster import cluster_of_hosts
+
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        text = ""
+    found = cluster_of_hosts(hosts, text, source=path)
+    return found.to_dict() if found is not None else None
 
 
 def execute(
@@ -139,17 +161,20 @@ def execute(
     says it (`exit_code`) and has `status` "failed" when it is not 0 (an item that failed, a
     verification that did not pass), so a record never reads "ok" for a command that failed.
     """
-    plan = plan_job(job, preflight=not args.dry_run)
     if args.dry_run:
+        with provisioned(job, dry_run=True) as ready:
+            plan = plan_job(ready, preflight=False)
         if args.json:
             print(json.dumps({"argv": plan.argv, "env": plan.env, "launcher": plan.launcher}))
         else:
             out.print(plan.render(), highlight=False, markup=False, soft_wrap=True)
         return None
     check_writable(job.results_dir)
-    started = now_utc()
     monitor = ProgressMonitor(title or job.app, quiet_stdout=args.json)
-    outcome = run_plan(plan, monitor, job.timeout_s)
+    with provisioned(job) as job:  # --env capped:RATE: a cluster for the length of the run
+        plan = plan_job(job)
+        started = now_utc()
+        outcome = run_plan(plan, monitor, job.timeout_s)
     raise_for_failure(outcome)
     res = outcome.result or {}
     record = make_record(

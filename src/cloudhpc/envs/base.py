@@ -1,18 +1,33 @@
-"""An environment changes how ranks communicate: MPI control variables and, if needed, a wrapper.
+"""An environment changes how ranks communicate: MPI control variables and, if needed, a wrapper
+or machinery that exists only for the run.
 
 An environment is a small named object. `variables()` are exported to every rank and recorded in
-the result; `wrap(argv)` may prefix the per-rank command (e.g. `ip netns exec NS` for a later
-rate-capped network environment). Register a new one with `register_environment`.
+the result; `wrap(argv)` may prefix the per-rank command; `provision(job)` may prepare what the
+run needs and hand back the job to launch (capped:RATE brings a cluster up for the run and down
+after it). An environment that takes an argument (`capped:1gbit`) is registered under its base
+name with `with_argument`. Register a new one with `register_environment`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from ..errors import CloudhpcError
+from ..job import Job
 from ..registry import Registry
 
 
 class Environment:
     name: str = ""
     description: str = ""
+    # "RATE" for environments written NAME:RATE; "" for those that take no argument
+    argument: str = ""
+    example: str = ""
+
+    def with_argument(self, value: str) -> Environment:
+        """The environment NAME:value (for those that take an argument)."""
+        raise CloudhpcError(f"environment {self.name} takes no argument (got {value!r})")
 
     def variables(self) -> dict[str, str]:
         """Environment variables that realise this environment on every rank."""
@@ -21,6 +36,12 @@ class Environment:
     def wrap(self, rank_argv: list[str]) -> list[str]:
         """The per-rank command, possibly wrapped (default: unchanged)."""
         return rank_argv
+
+    @contextmanager
+    def provision(self, job: Job, dry_run: bool = False) -> Iterator[Job]:
+        """What exists only during the run; yields the job to launch (default: unchanged).
+        Whatever it creates is gone when the block ends, however it ends."""
+        yield job
 
     def describe(self) -> dict:
         """What goes into a result record: the name and exactly how it was realised."""
@@ -35,4 +56,18 @@ def register_environment(env: Environment) -> None:
 
 
 def get_environment(name: str) -> Environment:
-    return ENVIRONMENTS.lookup(name)
+    base, sep, value = name.partition(":")
+    if base not in ENVIRONMENTS:
+        known = ", ".join(environment_names())
+        raise CloudhpcError(f"unknown environment {name!r}; known: {known}")
+    env = ENVIRONMENTS.lookup(base)
+    if sep:
+        return env.with_argument(value)
+    if env.argument:
+        raise CloudhpcError(f"environment {base} needs {base}:{env.argument}, e.g. {env.example}")
+    return env
+
+
+def environment_names() -> list[str]:
+    """For help texts: `native`, `vm-net`, `capped:RATE`."""
+    return sorted(f"{n}:{e.argument}" if e.argument else n for n, e in ENVIRONMENTS.items())

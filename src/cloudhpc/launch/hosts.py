@@ -31,6 +31,10 @@ class HostsLauncher(Launcher):
             )
         return job.hosts[:nodes]
 
+    def launcher_args(self, job: Job) -> list[str]:
+        """How Hydra reaches the hosts to start its proxies."""
+        return ["-launcher", "ssh"]
+
     def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
         hosts = self._hosts(job)
         if job.layout_given:
@@ -40,8 +44,7 @@ class HostsLauncher(Launcher):
             spec = ",".join(f"{h.name}:{h.slots}" for h in hosts)
         return [
             venv_bin("mpiexec"),
-            "-launcher",
-            "ssh",
+            *self.launcher_args(job),
             "-hosts",
             spec,
             "-n",

@@ -19,6 +19,7 @@ class LaunchPlan:
 
     def render(self) -> str:
         """Shell-ready text for --dry-run: the variables, then the command."""
-        lines = [f"export {k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
+        lines = [f"# {note}" for note in self.notes]
+        lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
         lines.append(shlex.join(self.argv))
         return "\n".join(lines)

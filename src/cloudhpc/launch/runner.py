@@ -14,10 +14,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from ..context import CONTROL_DIR_VAR, CONTROL_PREFIX, remove_temporaries
+from ..envs import get_environment
 from ..errors import CloudhpcError, RunFailed
 from ..job import Job
 from ..procs import descendants, die_with_parent, end_tagged, kill_group
@@ -48,6 +51,15 @@ class Outcome:
     wall_s: float
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None  # a rank's own report of why it stopped
+
+
+@contextmanager
+def provisioned(job: Job, dry_run: bool = False) -> Iterator[Job]:
+    """The job as its environment launches it, for the length of the block: --env capped:RATE
+    brings a cluster up and hands back the job on its hosts, and takes the cluster down when the
+    block ends, however it ends. Other environments hand back the job unchanged."""
+    with get_environment(job.env).provision(job, dry_run=dry_run) as ready:
+        yield ready
 
 
 def plan_job(
@@ -221,6 +233,7 @@ def raise_for_failure(outcome: Outcome) -> None:
 def launch_program(
     job: Job, program_argv: list[str], extra_env: dict[str, str] | None = None, monitor=None
 ) -> Outcome:
-    """Start any program on the job's ranks (used by `cloudhpc profile -- PROGRAM`)."""
-    plan = plan_job(job, program_argv, extra_env)
-    return run_plan(plan, monitor or Monitor(), job.timeout_s)
+    """Start any program on the job's ranks."""
+    with provisioned(job) as job:
+        plan = plan_job(job, program_argv, extra_env)
+        return run_plan(plan, monitor or Monitor(), job.timeout_s)

@@ -20,7 +20,14 @@ from typing import Any
 from ..atomic import dir_mode, write_json
 from ..errors import CloudhpcError
 from ..job import Job
-from ..launch.runner import Monitor, Outcome, plan_job, raise_for_failure, run_plan
+from ..launch.runner import (
+    Monitor,
+    Outcome,
+    plan_job,
+    provisioned,
+    raise_for_failure,
+    run_plan,
+)
 from ..results.store import check_writable, files_dir, make_record, now_utc, write_record
 from . import plots, report
 from .build import library_path
@@ -69,7 +76,8 @@ def profiling_env(rank_dir: Path, trace: bool) -> dict[str, str]:
 
 def dry_run_plan(job: Job, program_argv: list[str] | None, trace: bool):
     env = profiling_env(Path(job.results_dir) / "<record id>.files" / "ranks", trace)
-    return plan_job(job, program_argv, env, preflight=False)
+    with provisioned(job, dry_run=True) as ready:
+        return plan_job(ready, program_argv, env, preflight=False)
 
 
 def run_profiled(
@@ -93,8 +101,9 @@ def run_profiled(
         env = profiling_env(rank_dir, trace)
         started = now_utc()
         # program_argv None: the launcher starts its normal worker running job.app
-        plan = plan_job(job, program_argv, env)
-        outcome = run_plan(plan, monitor or Monitor(), job.timeout_s)
+        with provisioned(job) as job:  # --env capped:RATE: a cluster for the run
+            plan = plan_job(job, program_argv, env)
+            outcome = run_plan(plan, monitor or Monitor(), job.timeout_s)
         if outcome.error and outcome.error.get("kind") == "usage":
             raise_for_failure(outcome)  # a bad app parameter: one line, no profile kept
         profile = read_rank_dir(rank_dir, job.nprocs)

@@ -70,6 +70,7 @@ def make_record(
         "launcher": job.launcher,
         "launch": launch or {},
         "hosts": [{"name": h.name, "slots": h.slots} for h in job.hosts],
+        "cluster": _cluster(job),
         "nodes": nodes or [],
         "layout": str(job.layout),
         "nprocs": job.nprocs,
@@ -84,6 +85,15 @@ def make_record(
         "report": body.get("report"),
         "extra": extra,
     }
+
+
+def _cluster(job: Job) -> dict[str, Any] | None:
+    """The emulated cluster a run ran on (hosts, addresses, slots, link rates), else None."""
+    if not job.cluster:
+        return None
+    from ..cluster.model import Cluster
+
+    return Cluster.from_dict(job.cluster).describe()
 
 
 def check_writable(results_dir: str | os.PathLike) -> Path:

@@ -1,0 +1,191 @@
+"""`cloudhpc cluster`: an emulated cluster on this machine (up, status, link, down)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from ..errors import CloudhpcError
+from .parser import add_subparser
+from .ui import err, out, print_table, table
+
+DESCRIPTION = """\
+An emulated cluster on this machine: each host is a Linux network namespace with its own
+address, host name and scratch directory (its local disk), joined to the others through a veth
+link to one bridge. Each link is capped in both directions with a token bucket (tc tbf) at the
+rate you give, as tc writes rates: 100mbit, 1gbit, 10gbit, 125mbps (bytes/s), or none.
+Only bandwidth is capped: this kernel has no netem qdisc, so no delay or loss is added to the
+links (latency is that of the kernel's TCP over veth, some tens of microseconds).
+
+`cluster up` writes a hosts file, STATE/NAME/NAME.hosts (it prints the path). Give it to any
+command that takes --hosts: ranks then start inside their hosts through Hydra (its ssh launcher
+with a hook in place of ssh) and talk over TCP through the capped links; ranks on one host share
+memory. Every run record on a cluster stores the cluster's description. `--env capped:RATE`
+does all of this for one run: a throwaway cluster, brought down after it however it ends.
+
+State: $CLOUDHPC_CLUSTERS, else $XDG_STATE_HOME/cloudhpc/clusters, else
+~/.local/state/cloudhpc/clusters (one directory per cluster: cluster.json, NAME.hosts, hook,
+scratch/). Kernel names: namespaces chpc-NAME-hI (also the host names), links chpcK... with the
+alias "cloudhpc cluster NAME" (ip link shows it), subnet 10.224.0.0/12 (a /24 per cluster, one
+that no interface or route of this machine uses). Needs root.
+
+examples:
+  cloudhpc cluster up demo --hosts 4 --slots 1 --link 1gbit
+  cloudhpc bench pingpong -n 2 --hosts ~/.local/state/cloudhpc/clusters/demo/demo.hosts
+  cloudhpc cluster link demo 100mbit
+  cloudhpc cluster status demo
+  cloudhpc cluster down demo
+  cloudhpc npb ft --class A -n 4 --env capped:1gbit
+"""
+
+
+def add_parser(subparsers) -> None:
+    p = add_subparser(
+        subparsers,
+        "cluster",
+        "an emulated cluster: hosts as network namespaces, capped links",
+        DESCRIPTION,
+    )
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    u = add_subparser(sub, "up", "create a cluster and write its hosts file")
+    u.add_argument("name", metavar="NAME", help="the cluster's name (a-z, 0-9, -)")
+    u.add_argument("--hosts", type=int, required=True, metavar="N", help="number of hosts")
+    u.add_argument(
+        "--slots",
+        default="1",
+        metavar="S[,S...]",
+        help="MPI slots per host: one number for all, or one per host",
+    )
+    u.add_argument(
+        "--link",
+        default="1gbit",
+        metavar="RATE[,RATE...]",
+        help="each host's link rate, as tc writes it (100mbit, 1gbit, 10gbit, none): one for "
+        "all, or one per host; both directions are capped (tbf), no delay is added",
+    )
+    u.add_argument(
+        "--mtu",
+        type=int,
+        default=9000,
+        help="link MTU (9000: jumbo frames, as EC2 cluster instances and HPC Ethernet)",
+    )
+    u.add_argument(
+        "--scratch",
+        metavar="DIR",
+        help="where the hosts' scratch directories go (DIR/HOST; default: the state directory)",
+    )
+    u.add_argument("--json", action="store_true", help="print the cluster's description")
+    d = add_subparser(sub, "down", "remove clusters (whole or half-created)")
+    d.add_argument("names", nargs="+", metavar="NAME")
+    s = add_subparser(sub, "status", "show one cluster, or list them all")
+    s.add_argument("name", nargs="?", metavar="NAME")
+    s.add_argument("--json", action="store_true", help="print as JSON")
+    ln = add_subparser(sub, "link", "change the link rates of a running cluster")
+    ln.add_argument("name", metavar="NAME")
+    ln.add_argument("rates", metavar="RATE[,RATE...]", help="one rate for all hosts or one each")
+    p.set_defaults(handler=handle)
+
+
+def _ints(text: str, what: str) -> list[int]:
+    try:
+        return [int(x) for x in text.split(",")]
+    except ValueError:
+        raise CloudhpcError(f"{what} {text!r} is not a number or a comma-separated list") from None
+
+
+def _rates(text: str) -> list[int | None]:
+    from ..cluster import parse_rate
+
+    return [parse_rate(x) for x in text.split(",")]
+
+
+def handle(args: argparse.Namespace) -> int:
+    from .. import cluster
+
+    if args.action == "up":
+        c = cluster.up(
+            args.name,
+            args.hosts,
+            _ints(args.slots, "--slots"),
+            _rates(args.link),
+            mtu=args.mtu,
+            scratch=args.scratch,
+        )
+        if args.json:
+            print(json.dumps(c.to_dict(), indent=1))
+            return 0
+        _show(c, console=err)
+        err.print(f"cluster {c.name} is up; its hosts file (for --hosts):", highlight=False)
+        print(c.hosts_file)  # alone on stdout: HOSTS=$(cloudhpc cluster up ...)
+        return 0
+    if args.action == "down":
+        for name in args.names:
+            removed = cluster.down(name)
+            err.print(
+                f"cluster {name} removed ({len(removed)} namespaces and links)", highlight=False
+            )
+        return 0
+    if args.action == "link":
+        c = cluster.set_links(args.name, _rates(args.rates))
+        _show(c)
+        return 0
+    if args.name:
+        c = cluster.load(args.name)
+        if args.json:
+            print(json.dumps(c.to_dict(), indent=1))
+        else:
+            _show(c, live=True)
+        return 0
+    clusters = cluster.all_clusters()
+    if args.json:
+        print(json.dumps([c.to_dict() for c in clusters], indent=1))
+        return 0
+    if not clusters:
+        err.print(f"no clusters (state: {cluster.state_root()})", highlight=False)
+        return 0
+    print_table(f"clusters ({cluster.state_root()})", [_summary(c) for c in clusters])
+    return 0
+
+
+def _summary(c) -> dict:
+    links = sorted({h.link for h in c.hosts})
+    return {
+        "name": c.name,
+        "status": c.status + (_ephemeral(c) if c.ephemeral else ""),
+        "hosts": len(c.hosts),
+        "slots": c.slots,
+        "links": ", ".join(links),
+        "subnet": c.subnet,
+        "hosts file": c.hosts_file if c.status == "up" else "",
+    }
+
+
+def _ephemeral(c) -> str:
+    from ..cluster.manage import orphaned
+
+    if orphaned(c):
+        return " (orphaned: its run was killed; the next `cluster up` removes it)"
+    return f" (for one run, pid {c.owner.get('pid')})"
+
+
+def _show(c, live: bool = False, console=out) -> None:
+    from ..cluster import net
+
+    rows = []
+    present = net.namespaces() if live else set()
+    for h in c.hosts:
+        row = {"host": h.name, "address": h.address, "slots": h.slots, "link": h.link}
+        if live:
+            row["namespace"] = "present" if h.namespace in present else "MISSING"
+            row["tc (out / in)"] = (
+                f"{net.qdisc_rate(h.iface, h.namespace) or '-'} / {net.qdisc_rate(h.veth) or '-'}"
+            )
+        row["scratch"] = h.scratch
+        rows.append(row)
+    title = (
+        f"cluster {c.name}: {c.status}, subnet {c.subnet} (root namespace {c.gateway} on "
+        f"{c.bridge}), MTU {c.mtu}"
+    )
+    console.print(table(title, rows))
+    if live:
+        out.print(f"hosts file: {c.hosts_file}", highlight=False)

@@ -1,0 +1,77 @@
+"""Hydra's launcher hook: `mpiexec -launcher ssh -launcher-exec HOOK` runs each proxy through
+HOOK exactly as it would run ssh:
+
+    HOOK -x chpc-demo-h1 "/path/hydra_pmi_proxy" --control-port 10.224.0.1:40403 ... --proxy-id 1
+
+(`-x`: no X forwarding; the command arrives as words that ssh would join with spaces for the
+remote shell, the proxy's path already in double quotes.) This module does what sshd would on
+that host: joins the words, and runs them with `sh -c` inside the host's network namespace, in
+a UTS namespace of its own whose host name is the host's (so MPI_Get_processor_name and the
+run's `nodes` name the emulated host). The proxy keeps this process's environment (as the run's
+token, procs.py) plus CLOUDHPC_HOST / CLOUDHPC_SCRATCH, the host's name and local disk.
+
+The per-cluster script `STATE/NAME/hook` calls `python -m cloudhpc.cluster.hook STATE.json ...`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+
+def host_argv(namespace: str, hostname: str, command: str) -> list[str]:
+    """argv that runs the shell command `command` as host `hostname` (namespace `namespace`)."""
+    return [
+        "ip",
+        "netns",
+        "exec",
+        namespace,
+        "unshare",
+        "--uts",
+        "sh",
+        "-c",
+        'hostname "$0" && eval "exec $1"',
+        hostname,
+        command,
+    ]
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 3:
+        print(
+            "usage: python -m cloudhpc.cluster.hook CLUSTER.json [-x] HOST COMMAND...",
+            file=sys.stderr,
+        )
+        return 255
+    state_file, args = argv[0], argv[1:]
+    while args and args[0].startswith("-"):  # ssh's options as Hydra passes them (-x)
+        args.pop(0)
+    if len(args) < 2:
+        print("cloudhpc cluster hook: no host and command", file=sys.stderr)
+        return 255
+    host, command = args[0], " ".join(args[1:])
+    try:
+        with open(state_file) as fh:
+            cluster = json.load(fh)
+    except (OSError, ValueError) as e:
+        print(f"cloudhpc cluster hook: cannot read {state_file}: {e}", file=sys.stderr)
+        return 255
+    for h in cluster.get("hosts", []):
+        if h["name"] == host:
+            break
+    else:
+        print(f"cloudhpc: host {host} is not in cluster {cluster.get('name')}", file=sys.stderr)
+        return 255
+    os.environ["CLOUDHPC_HOST"] = host
+    os.environ["CLOUDHPC_SCRATCH"] = h["scratch"]
+    argv_ = host_argv(h["name"], host, command)
+    try:
+        os.execvp(argv_[0], argv_)
+    except OSError as e:
+        print(f"cloudhpc cluster hook: cannot run ip: {e}", file=sys.stderr)
+    return 255
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,351 @@
+"""Bringing clusters up and down, changing their links, and finding the cluster of a hosts file.
+
+A cluster's state is saved (status "creating", every name it will use) before the first kernel
+object exists, and each kernel change runs with Ctrl-C/SIGTERM/SIGHUP held (signals.held), so
+whatever stops `up` half-way, `down` finds everything there is to remove. Clusters brought up for
+one run (`throwaway`, behind --env capped:RATE) are removed in a `finally`; if their process was
+SIGKILLed, the next `up` finds them orphaned (their owner's PID and start time no longer match a
+live process) and removes them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import re
+import secrets
+import shutil
+import stat
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+
+from .. import signals
+from ..atomic import write_text
+from ..errors import CloudhpcError
+from ..job import Host
+from . import net, state
+from .model import (
+    MAX_HOSTS,
+    Cluster,
+    ClusterHost,
+    check_name,
+    host_name,
+    host_pattern,
+    link_alias,
+)
+
+DEFAULT_MTU = 9000  # jumbo frames, as EC2's cluster instances and most HPC Ethernet use
+
+
+def _owner() -> dict:
+    return {"pid": os.getpid(), "start": _start_time(os.getpid())}
+
+
+def _start_time(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    return data[data.rfind(b")") + 2 :].split()[19].decode()  # field 22: starttime
+
+
+def orphaned(c: Cluster) -> bool:
+    pid, start = c.owner.get("pid"), c.owner.get("start")
+    return c.ephemeral and bool(pid) and _start_time(int(pid)) != start
+
+
+def _per_host(values: Sequence, n: int, what: str) -> list:
+    if len(values) == 1:
+        return list(values) * n
+    if len(values) != n:
+        raise CloudhpcError(f"{what}: give one value for all hosts or one per host ({n})")
+    return list(values)
+
+
+def plan(
+    name: str,
+    nhosts: int,
+    slots: Sequence[int] = (1,),
+    links: Sequence[int | None] = (None,),
+    *,
+    mtu: int = DEFAULT_MTU,
+    scratch: str | None = None,
+    ephemeral: bool = False,
+    root: Path | None = None,
+) -> Cluster:
+    """The cluster as it will be (no subnet yet): every check that needs no kernel object."""
+    check_name(name)
+    if not 1 <= nhosts <= MAX_HOSTS:
+        raise CloudhpcError(f"--hosts must be between 1 and {MAX_HOSTS}, not {nhosts}")
+    slots = _per_host(slots, nhosts, "--slots")
+    if any(s < 1 for s in slots):
+        raise CloudhpcError("--slots must be positive")
+    links = _per_host(links, nhosts, "--link")
+    if not 1280 <= mtu <= 65535:
+        raise CloudhpcError(f"--mtu must be between 1280 and 65535, not {mtu}")
+    directory = state.cluster_dir(name, root)
+    if scratch is not None:
+        base = Path(scratch).expanduser().absolute()
+        if not base.is_dir():
+            raise CloudhpcError(f"--scratch {scratch} is not a directory")
+    else:
+        base = directory / "scratch"
+    hosts = tuple(
+        ClusterHost(
+            name=host_name(name, i),
+            index=i,
+            slots=slots[i],
+            link_bps=links[i],
+            scratch=str(base / host_name(name, i)),
+        )
+        for i in range(nhosts)
+    )
+    return Cluster(
+        name=name,
+        hosts=hosts,
+        mtu=mtu,
+        state_dir=str(directory),
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        ephemeral=ephemeral,
+        owner=_owner() if ephemeral else {},
+    )
+
+
+def up(
+    name: str,
+    nhosts: int,
+    slots: Sequence[int] = (1,),
+    links: Sequence[int | None] = (None,),
+    *,
+    mtu: int = DEFAULT_MTU,
+    scratch: str | None = None,
+    ephemeral: bool = False,
+    root: Path | None = None,
+) -> Cluster:
+    """Create the cluster; on any failure or interruption, remove what was created and raise."""
+    net.require_root()
+    cluster = plan(
+        name, nhosts, slots, links, mtu=mtu, scratch=scratch, ephemeral=ephemeral, root=root
+    )
+    with state.locked(root) as root:
+        _reap_orphans(root)
+        old = state.load(name, root)
+        if old is not None:
+            how = "half-created" if old.status != "up" else "up"
+            raise CloudhpcError(
+                f"cluster {name} is already {how}; `cloudhpc cluster down {name}` removes it"
+            )
+        taken = sorted(n for n in net.namespaces() if host_pattern(name).match(n))
+        if taken:
+            raise CloudhpcError(
+                f"network namespace {taken[0]} exists (a cluster {name} of another state "
+                f"directory?); choose another name"
+            )
+        for h in cluster.hosts:
+            if os.path.lexists(h.scratch):
+                raise CloudhpcError(f"scratch directory {h.scratch} exists already")
+        try:
+            return _create(cluster)
+        except BaseException:
+            with signals.held():
+                _teardown(state.load(name, root) or cluster)
+            raise
+
+
+def _create(cluster: Cluster) -> Cluster:
+    with signals.held():
+        state.save(cluster)  # the name is taken, and down knows where to look
+    with signals.held():
+        number = net.claim_bridge(cluster.name)
+        cluster = cluster.with_number(number)
+        state.save(cluster)
+    with signals.held():
+        net.setup_bridge(cluster)
+    for host in cluster.hosts:
+        with signals.held():
+            Path(host.scratch).mkdir(parents=True)
+            net.add_host(cluster, host)
+    with signals.held():
+        _write_hook(cluster)
+        write_text(cluster.hosts_file, cluster.hosts_text())
+        cluster = replace(cluster, status="up")
+        state.save(cluster)
+    return cluster
+
+
+def _write_hook(cluster: Cluster) -> None:
+    """Hydra's launcher hook: mpiexec -launcher ssh -launcher-exec HOOK calls it as ssh."""
+    import shlex
+
+    text = (
+        "#!/bin/sh\n"
+        f"# cloudhpc cluster {cluster.name}: Hydra calls this as it would ssh ([-x] HOST "
+        "COMMAND...)\n# and it runs COMMAND inside HOST's network namespace "
+        "(cloudhpc/cluster/hook.py).\n"
+        f"exec {shlex.quote(sys.executable)} -m cloudhpc.cluster.hook "
+        f'{shlex.quote(cluster.state_file)} "$@"\n'
+    )
+    write_text(cluster.hook, text)
+    mode = os.stat(cluster.hook).st_mode
+    os.chmod(cluster.hook, mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+
+
+def down(name: str, root: Path | None = None) -> list[str]:
+    """Remove cluster `name`, whole or half-created: its namespaces (and every process still in
+    them), links, qdiscs, scratch directories and state. Returns the kernel objects removed."""
+    net.require_root()
+    check_name(name)
+    with state.locked(root) as root:
+        cluster = state.load(name, root)
+        leftovers = _kernel_objects(name)
+        if cluster is None and not any(leftovers):
+            raise CloudhpcError(f"no cluster {name} (cloudhpc cluster status lists them)")
+        with signals.held():
+            return _teardown(cluster, name)
+
+
+def discard(name: str, root: Path | None = None) -> None:
+    """down, if the cluster exists (the end of a throwaway cluster, however its run ended)."""
+    with state.locked(root) as root:
+        cluster = state.load(name, root)
+        if cluster is not None:
+            with signals.held():
+                _teardown(cluster)
+
+
+def _kernel_objects(name: str) -> tuple[list[str], list[str]]:
+    """Namespaces and links of cluster `name` found by their names and aliases alone."""
+    ns = sorted(n for n in net.namespaces() if host_pattern(name).match(n))
+    alias = link_alias(name)
+    links = sorted(link for link, a in net.links().items() if a == alias)
+    return ns, links
+
+
+def _teardown(cluster: Cluster | None, name: str | None = None) -> list[str]:
+    name = cluster.name if cluster is not None else name
+    ns, links = _kernel_objects(name)
+    if cluster is not None:
+        ns = sorted({*ns, *(h.namespace for h in cluster.hosts)})
+        # veths before the bridge
+        links = [*(h.veth for h in cluster.hosts if h.veth), *links]
+        if cluster.bridge:
+            links.append(cluster.bridge)
+        links = list(dict.fromkeys(links))
+    removed = net.remove(ns, links)
+    if cluster is not None:
+        for h in cluster.hosts:
+            shutil.rmtree(h.scratch, ignore_errors=True)
+        shutil.rmtree(cluster.state_dir, ignore_errors=True)
+    return removed
+
+
+def _reap_orphans(root: Path) -> None:
+    for c in state.all_clusters(root):
+        if orphaned(c):
+            with signals.held():
+                _teardown(c)
+
+
+@contextmanager
+def throwaway(
+    nhosts: int,
+    slots: Sequence[int] = (1,),
+    links: Sequence[int | None] = (None,),
+    *,
+    mtu: int = DEFAULT_MTU,
+    root: Path | None = None,
+) -> Iterator[Cluster]:
+    """A cluster for one run: up on entry, down on exit however the run ends."""
+    name = f"tmp{os.getpid()}-{secrets.token_hex(2)}"
+    try:
+        yield up(name, nhosts, slots, links, mtu=mtu, ephemeral=True, root=root)
+    finally:
+        with signals.held():
+            discard(name, root)
+
+
+def set_links(name: str, links: Sequence[int | None], root: Path | None = None) -> Cluster:
+    """Change the caps of a running cluster's links (one rate for all hosts, or one each)."""
+    net.require_root()
+    with state.locked(root) as root:
+        cluster = _require_up(name, root)
+        rates = _per_host(links, len(cluster.hosts), "--link")
+        hosts = tuple(replace(h, link_bps=r) for h, r in zip(cluster.hosts, rates, strict=True))
+        cluster = replace(cluster, hosts=hosts)
+        with signals.held():
+            for h in cluster.hosts:
+                net.set_rate(cluster, h)
+            state.save(cluster)
+            write_text(cluster.hosts_file, cluster.hosts_text())
+        return cluster
+
+
+def _require_up(name: str, root: Path | None = None) -> Cluster:
+    cluster = state.load(name, root)
+    if cluster is None:
+        raise CloudhpcError(f"no cluster {name} (cloudhpc cluster up {name} creates it)")
+    if cluster.status != "up":
+        raise CloudhpcError(
+            f"cluster {name} is half-created; `cloudhpc cluster down {name}` removes it"
+        )
+    return cluster
+
+
+def load(name: str, root: Path | None = None) -> Cluster:
+    """A cluster that is up (the Python API's entry point)."""
+    return _require_up(check_name(name), root)
+
+
+# ---- hosts files ------------------------------------------------------------------------------
+_HEADER = re.compile(r"^#\s*cloudhpc cluster ([a-z0-9-]+):", re.MULTILINE)
+
+
+def cluster_of_hosts(hosts: Sequence[Host], text: str = "", source: str = "hosts file"):
+    """The cluster whose hosts a hosts file lists, or None for real machines.
+
+    A file naming some cluster hosts and some other machines, or hosts of two clusters, is an
+    error (the namespaces reach only their own bridge), as is the hosts file of a cluster that
+    is down."""
+    owner: dict[str, Cluster] = {}
+    for c in state.all_clusters():
+        for h in c.hosts:
+            owner[h.name] = c
+    found = {owner[h.name].name: owner[h.name] for h in hosts if h.name in owner}
+    if not found:
+        m = _HEADER.search(text)
+        if m:
+            raise CloudhpcError(
+                f"{source} is cluster {m.group(1)}'s, which is not up "
+                f"(cloudhpc cluster up {m.group(1)} ...)"
+            )
+        return None
+    if len(found) > 1:
+        raise CloudhpcError(f"{source} mixes hosts of clusters {', '.join(sorted(found))}")
+    cluster = next(iter(found.values()))
+    strangers = [h.name for h in hosts if h.name not in owner]
+    if strangers:
+        raise CloudhpcError(
+            f"{source} mixes hosts of cluster {cluster.name} with other machines "
+            f"({', '.join(strangers[:3])}); a cluster's hosts reach only each other"
+        )
+    if cluster.status != "up":
+        raise CloudhpcError(
+            f"cluster {cluster.name} is half-created; `cloudhpc cluster down {cluster.name}`"
+        )
+    return cluster
+
+
+def check_ready(cluster: Cluster) -> None:
+    """Before a launch: root, and every host's namespace still there."""
+    net.require_root(f"running on cluster {cluster.name}")
+    existing = net.namespaces()
+    missing = [h.name for h in cluster.hosts if h.namespace not in existing]
+    if missing:
+        raise CloudhpcError(
+            f"cluster {cluster.name} has lost host {missing[0]} (its namespace is gone); "
+            f"`cloudhpc cluster down {cluster.name}` and bring it up again"
+        )
