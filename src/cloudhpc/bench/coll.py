@@ -19,6 +19,7 @@ from ..errors import CloudhpcError
 from .ops import OPS, REDUCTIONS
 from .params import validate
 from .sizes import repetitions, warmups
+from .validate import check_coll
 
 
 def _make_op(comm, op: str, nbytes: int) -> Callable[[int], None]:
@@ -72,6 +73,8 @@ def main(ctx: RunContext) -> dict:
     comm = ctx.comm
     iters, warm = ctx.params.get("iters"), ctx.params.get("warmup")
     rows = []
+    check = bool(ctx.params.get("check"))
+    valid = []
     for k, nbytes in enumerate(sizes):
         reps = repetitions(nbytes * (comm.Get_size() if op.startswith("allto") else 1), iters)
         call = _make_op(comm, op, nbytes)
@@ -86,6 +89,9 @@ def main(ctx: RunContext) -> dict:
         t_min = comm.reduce(mine, op=MPI.MIN, root=0)
         t_max = comm.reduce(mine, op=MPI.MAX, root=0)
         t_sum = comm.reduce(mine, op=MPI.SUM, root=0)
+        if check:
+            with ctx.phase("check"):
+                valid.append(check_coll(comm, op, nbytes))
         if ctx.rank == 0:
             rows.append(
                 {
@@ -96,6 +102,8 @@ def main(ctx: RunContext) -> dict:
                     "t_max_usec": round(t_max, 4),
                 }
             )
+            if check:
+                rows[-1]["validation"] = "pass" if valid[-1] else "FAIL"
         ctx.progress(k + 1, len(sizes), f"{op} {nbytes} B")
     if ctx.rank != 0:
         return {}
@@ -103,4 +111,5 @@ def main(ctx: RunContext) -> dict:
     return {
         "rows": rows,
         "metrics": {"op": op, "t_avg_usec_smallest": first["t_avg_usec"]},
+        "verified": all(valid) if check else None,
     }

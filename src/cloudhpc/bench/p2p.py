@@ -14,6 +14,7 @@ from mpi4py import MPI
 from ..context import RunContext
 from .params import validate
 from .sizes import repetitions, warmups
+from .validate import check_p2p
 
 WINDOW = 64
 TAG = 1
@@ -76,6 +77,8 @@ def _run(ctx: RunContext, kind: str) -> dict:
     iters, warm = ctx.params.get("iters"), ctx.params.get("warmup")
     rows = []
     active = ctx.rank < 2
+    check = bool(ctx.params.get("check"))
+    valid = []
     for i, nbytes in enumerate(sizes):
         reps = repetitions(nbytes, iters)
         if kind in ("bw", "bibw"):
@@ -99,13 +102,22 @@ def _run(ctx: RunContext, kind: str) -> dict:
                         t = _bibw(comm, buf, rbuf, ctx.rank, n)
                     if timed:
                         elapsed = t
+        if check:
+            with ctx.phase("check"):
+                valid.append(check_p2p(comm, nbytes))
         if ctx.rank == 0:
             rows.append(_row(kind, nbytes, reps, elapsed))
+            if check:
+                rows[-1]["validation"] = "pass" if valid[-1] else "FAIL"
         ctx.progress(i + 1, len(sizes), f"{kind} {nbytes} B")
     comm.Barrier()
     if ctx.rank != 0:
         return {}
-    return {"rows": rows, "metrics": _summary(kind, rows)}
+    return {
+        "rows": rows,
+        "metrics": _summary(kind, rows),
+        "verified": all(valid) if check else None,
+    }
 
 
 def _row(kind: str, nbytes: int, reps: int, elapsed: float) -> dict:

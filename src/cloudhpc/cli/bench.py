@@ -39,6 +39,12 @@ def add_arguments(p: argparse.ArgumentParser, bench: str) -> None:
         help="timed repetitions per size (default: 1000, fewer for large messages)",
     )
     p.add_argument(
+        "--check",
+        action="store_true",
+        help="after timing each size, move a known pattern once and compare what arrived "
+        "(osu -c / IMB -check); recorded as `verified`, exit status 1 when it fails",
+    )
+    p.add_argument(
         "--warmup",
         type=int,
         metavar="N",
@@ -64,6 +70,8 @@ def add_parser(subparsers) -> None:
 
 def params_from_args(args: argparse.Namespace) -> dict:
     params = {"sizes": args.sizes, "iters": args.iters, "warmup": args.warmup}
+    if getattr(args, "check", False):
+        params["check"] = True
     if getattr(args, "op", None) is not None:
         params["op"] = args.op
     return params
@@ -82,11 +90,16 @@ def handle(args: argparse.Namespace) -> int:
     params = params_from_args(args)
     job = job_from_args(args, f"bench.{args.bench}", params)
     validate(args.bench, params, job.nprocs)  # before launch; the ranks check again
-    record = execute(job, args, title=f"bench {args.bench}")
+    record = execute(
+        job,
+        args,
+        title=f"bench {args.bench}",
+        exit_code=lambda r: 1 if r.get("verified") is False else 0,
+    )
     if record is None or args.json:
-        return 0
+        return 0 if record is None else record["exit_code"]
     title = f"{args.bench}" + (f" {args.op}" if args.bench == "coll" else "")
     title += f" — {job.nprocs} ranks, env {job.env}"
     print_table(title, record["rows"])
     record_footer(record)
-    return 0
+    return record["exit_code"]

@@ -5,12 +5,13 @@ HOOK exactly as it would run ssh:
 
 (`-x`: no X forwarding; the command arrives as words that ssh would join with spaces for the
 remote shell, the proxy's path already in double quotes.) This module does what sshd would on
-that host: joins the words, and runs them with `sh -c` inside the host's network namespace, in
+that host: joins the words and runs them with `bash -c` inside the host's network namespace, in
 a UTS namespace of its own whose host name is the host's (so MPI_Get_processor_name and the
 run's `nodes` name the emulated host). The proxy keeps this process's environment (as the run's
 token, procs.py) plus CLOUDHPC_HOST / CLOUDHPC_SCRATCH, the host's name and local disk.
 
-The per-cluster script `STATE/NAME/hook` calls `python -m cloudhpc.cluster.hook STATE.json ...`.
+The per-cluster script `STATE/NAME/hook` runs this file by its path (`python -I -S hook.py
+STATE.json ...`): standard library only, no package import, so a proxy starts in ~10 ms.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ def host_argv(namespace: str, hostname: str, command: str) -> list[str]:
         namespace,
         "unshare",
         "--uts",
-        "sh",
+        "bash",
         "-c",
-        'hostname "$0" && eval "exec $1"',
+        # bash -c runs a lone simple command by exec: the proxy is then the hook's own process
+        'hostname "$0" && exec bash -c "$1"',
         hostname,
         command,
     ]

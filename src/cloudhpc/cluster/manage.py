@@ -26,6 +26,7 @@ from .. import signals
 from ..atomic import write_text
 from ..errors import CloudhpcError
 from ..job import Host
+from . import hook as hook_module
 from . import net, state
 from .model import (
     MAX_HOSTS,
@@ -186,7 +187,8 @@ def _write_hook(cluster: Cluster) -> None:
         f"# cloudhpc cluster {cluster.name}: Hydra calls this as it would ssh ([-x] HOST "
         "COMMAND...)\n# and it runs COMMAND inside HOST's network namespace "
         "(cloudhpc/cluster/hook.py).\n"
-        f"exec {shlex.quote(sys.executable)} -m cloudhpc.cluster.hook "
+        # the module by its path, with no site and no package import: ~10 ms per proxy
+        f"exec {shlex.quote(sys.executable)} -I -S {shlex.quote(hook_module.__file__)} "
         f'{shlex.quote(cluster.state_file)} "$@"\n'
     )
     write_text(cluster.hook, text)
