@@ -125,6 +125,7 @@ def run_profiled(
             record_body(profile, outputs, outcome, program_argv is None),
             started=started,
             launch={"argv": plan.argv, "env": plan.env, "wall_s": round(outcome.wall_s, 3)},
+            nodes=sorted({r.host for r in profile.ranks if r.host}),
         )
         if outcome.returncode != 0:
             record["status"] = "failed"
@@ -180,5 +181,7 @@ def record_body(
         "returncode": outcome.returncode,
     }
     if is_app and outcome.result:
-        body["app_result"] = outcome.result.get("body", {}).get("metrics", {})
+        app_body = outcome.result.get("body", {})
+        body["app_result"] = app_body.get("metrics", {})
+        body["verified"] = app_body.get("verified")  # the profiled app's own check, if asked
     return body
