@@ -80,7 +80,11 @@ def command_line() -> str:
 
 
 def job_from_args(
-    args: argparse.Namespace, app: str, params: dict[str, Any], engine: str = "mpi"
+    args: argparse.Namespace,
+    app: str,
+    params: dict[str, Any],
+    engine: str = "mpi",
+    engine_options: dict[str, Any] | None = None,
 ) -> Job:
     """Validate the launch options and build the immutable Job."""
     layout = parse_layout(args.layout) if args.layout else None
@@ -120,6 +124,7 @@ def job_from_args(
         results_dir=args.results,
         command_line=command_line(),
         timeout_s=args.timeout,
+        engine_options=dict(engine_options or {}),
     )
 
 
@@ -146,6 +151,7 @@ def execute(job: Job, args: argparse.Namespace, title: str | None = None) -> dic
         timings=res.get("timings"),
         mpi=res.get("mpi"),
         nodes=res.get("nodes"),
+        engine_info=res.get("engine_info"),
     )
     path = write_record(job.results_dir, record)
     record["_path"] = str(path)

@@ -13,7 +13,10 @@ STREAM_A, STREAM_B = 10, 11
 
 
 class MatrixSource:
-    """A float64 matrix read by blocks: from a memory-mapped .npy file or generated from a seed."""
+    """A float64 matrix read by blocks: from a memory-mapped .npy file or generated from a seed.
+
+    Sent to another process (a driver engine's worker) it travels as its recipe, the file name or
+    the seed, and that process reads its own blocks from the source."""
 
     def __init__(
         self,
@@ -21,10 +24,19 @@ class MatrixSource:
         array: np.ndarray | None = None,
         seed: int = 0,
         stream: int = 0,
+        path: tuple[str, str] | None = None,
     ) -> None:
         self.shape = shape
         self._array = array
         self._seed, self._stream = seed, stream
+        self._path = path  # (file, what) of a file-backed matrix
+
+    def __reduce__(self) -> tuple:
+        if self._path is not None:
+            return (MatrixSource.from_file, self._path)
+        if self._array is not None:  # an in-memory matrix has no other recipe than its values
+            return (MatrixSource, (self.shape, np.asarray(self._array)))
+        return (MatrixSource, (self.shape, None, self._seed, self._stream))
 
     @classmethod
     def from_file(cls, path: str, what: str) -> MatrixSource:
@@ -34,7 +46,7 @@ class MatrixSource:
             raise CloudhpcError(
                 f"{what} file {path} is empty (shape {arr.shape[0]}x{arr.shape[1]})"
             )
-        return cls(arr.shape, array=arr)
+        return cls(arr.shape, array=arr, path=(path, what))
 
     @classmethod
     def generated(cls, size: int, seed: int, stream: int) -> MatrixSource:
