@@ -95,6 +95,7 @@ def test_no_import_cycles():
 
 def test_every_module_imports_alone():
     """Each module imported first, in a fresh cloudhpc (third-party modules stay loaded)."""
+
     def ours() -> list[str]:
         return [m for m in sys.modules if m == PACKAGE or m.startswith(PACKAGE + ".")]
 
