@@ -93,7 +93,8 @@ def test_file_names_cannot_inject_commands(tmp_path, results):
     [
         ("cat", ["in.txt"], "--cmd must contain {input}"),
         ("no-such-program-xyz {input}", ["in.txt"], "program not found: no-such-program-xyz"),
-        ("cat {input}", ["missing.txt"], "input file not found"),
+        ("cat {input}", ["missing.txt"], "missing.txt does not exist"),
+        ("cat {input}", ["sub"], "sub is a directory, not a file"),
         ("cat '{input}", ["in.txt"], "--cmd cannot be split"),
         ("cat {input}", ["in.txt", "sub/in.txt"], "two inputs share the name 'in.txt'"),
     ],

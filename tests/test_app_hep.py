@@ -102,6 +102,8 @@ def bad_inputs(tmp_path):
     (tmp_path / "garbage.root").write_bytes(b"this is not a ROOT file at all" * 10)
     (tmp_path / "empty.parquet").write_bytes(b"")
     np.save(tmp_path / "plain.npy", np.arange(5.0))
+    (tmp_path / "good.csv").write_text("mass\n91.2\n")  # a real file, in a format hep lacks
+    (tmp_path / "adir.root").mkdir()
     return tmp_path
 
 
@@ -113,9 +115,10 @@ def bad_inputs(tmp_path):
         (["garbage.root"], [], "cannot read"),
         (["empty.parquet"], [], "input file is empty"),
         (["none.npy"], [], "the inputs hold no events"),
-        (["missing.root"], [], "input file not found"),
+        (["missing.root"], [], "missing.root does not exist"),
         (["plain.npy"], [], "hep reads a 1-D structured .npy"),
         (["good.csv"], [], "unknown input format '.csv'"),
+        (["adir.root"], [], "adir.root is a directory, not a file"),
         ([], [], "no input files"),
         (["good.root"], ["--range", "0", "1"], "give one --range LO HI per branch"),
     ],

@@ -110,6 +110,26 @@ def test_crashing_rank_fails_the_run_promptly_with_its_stderr(mode, why, capsys)
         assert "[rank 1] Traceback" in shown and "crash on purpose" in shown
 
 
+def _hydra_topology_files() -> set[str]:
+    import glob
+
+    return set(glob.glob("/tmp/hydra_hwloc_xmlfile_*"))
+
+
+@pytest.mark.parametrize("mode", ["raise", "usage"])
+def test_failed_run_leaves_no_hydra_topology_file(mode):
+    """Hydra's proxy writes the node topology to /tmp for the ranks and removes it when it exits;
+    MPI_Abort had it killed first, so every failed run left one such file behind."""
+    import time
+
+    before = _hydra_topology_files()
+    _selftest(mode)
+    deadline = time.monotonic() + 10  # (a concurrent job elsewhere may still hold its own)
+    while (left := _hydra_topology_files() - before) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left
+
+
 def test_timeout_ends_a_hung_run():
     outcome = _selftest("hang", timeout=5)
     assert outcome.wall_s < 30

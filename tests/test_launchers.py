@@ -123,7 +123,7 @@ def test_slurm_argv(monkeypatch):
         preflight=False,
     )
     a = plan.argv
-    assert a[:3] == ["srun", "--mpi=pmi2", "--ntasks=8"]
+    assert a[:4] == ["srun", "--mpi=pmi2", "--kill-on-bad-exit=1", "--ntasks=8"]
     assert "--nodes=2" in a and "--ntasks-per-node=4" in a and "--cpus-per-task=2" in a
     assert "--cpu-bind=cores" in a
     export = next(x for x in a if x.startswith("--export="))

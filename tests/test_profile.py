@@ -381,7 +381,7 @@ def test_bad_programs_and_output_dir(tmp_path):
 def test_profile_own_app(tmp_path):
     """--app runs the normal worker under the profiler: 2 warm-up + 20 timed 8-byte pings."""
     r = run_cli("profile", "-n", "2", "--results", str(tmp_path), "--json",
-                "--app", "bench.pingpong", 'sizes="8"', "iters=20", "warmup=2")  # fmt: skip
+                "--app", "bench.pingpong", "sizes=8", "iters=20", "warmup=2")  # fmt: skip
     assert r.returncode == 0, r.stderr
     rec = json.loads(r.stdout)
     assert rec["app"] == "profile" and rec["params"]["app"] == "bench.pingpong"

@@ -13,6 +13,9 @@ import signal
 from types import FrameType
 
 HANDLED = (signal.SIGTERM, signal.SIGHUP)
+# Once the first of these arrives, the others (and a second Ctrl-C) are ignored: the clean-up
+# that ends the job's processes and removes its temporary files must run to its end.
+IGNORED_DURING_CLEANUP = (signal.SIGINT, *HANDLED)
 
 
 class Terminated(KeyboardInterrupt):
@@ -24,16 +27,27 @@ class Terminated(KeyboardInterrupt):
 
 
 def _raise(signum: int, frame: FrameType | None) -> None:
-    # Once is enough: a second signal while cleaning up must not interrupt the clean-up.
-    for s in HANDLED:
-        signal.signal(s, signal.SIG_IGN)
+    ignore_further()
     raise Terminated(signum)
 
 
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    ignore_further()
+    raise KeyboardInterrupt
+
+
+def ignore_further() -> None:
+    """Once is enough: a second signal while cleaning up must not interrupt the clean-up."""
+    for s in IGNORED_DURING_CLEANUP:
+        signal.signal(s, signal.SIG_IGN)
+
+
 def install() -> None:
-    """Make SIGTERM and SIGHUP raise Terminated in the main thread (call from the main thread)."""
+    """Make SIGTERM and SIGHUP raise Terminated, and SIGINT KeyboardInterrupt, in the main
+    thread, each only once (call from the main thread)."""
     for s in HANDLED:
         signal.signal(s, _raise)
+    signal.signal(signal.SIGINT, _interrupt)
 
 
 def exit_status(exc: KeyboardInterrupt) -> int:

@@ -17,6 +17,7 @@ import os
 import sys
 import traceback
 
+from .atomic import write_json
 from .context import CONTROL_DIR_VAR, CONTROL_PREFIX, RunContext
 from .errors import CloudhpcError
 from .job import Job
@@ -36,30 +37,38 @@ def _jsonable(obj):
     return str(obj)
 
 
-def _fail(comm, rank: int, kind: str, message: str, code: int) -> None:
-    """Say why on stdout and in the run's control directory, then end every rank.
-
-    MPI_Abort makes Hydra tear the job down at once and can drop the rank's last stdout chunk,
-    so the message is also written as a file the parent reads after the run.
-    """
+def report_failure(rank: int | str, kind: str, message: str) -> None:
+    """Tell the parent why this rank stops: a control line on stdout, and a file in the run's
+    control directory (MPI_Abort can drop the rank's last stdout chunk; the file survives)."""
     msg = {"error": message, "message": message, "kind": kind, "rank": rank}
     _control(msg)
     control_dir = os.environ.get(CONTROL_DIR_VAR)
     if control_dir:
         try:
-            tmp = os.path.join(control_dir, f".error-{rank}.tmp")
-            with open(tmp, "w") as fh:
-                json.dump(msg, fh)
-            os.replace(tmp, os.path.join(control_dir, f"error-{rank}.json"))
+            write_json(os.path.join(control_dir, f"error-{rank}.json"), msg, indent=None)
         except OSError:
             pass  # stdout still carries it
     sys.stderr.flush()
-    comm.Abort(code)
+
+
+def _fail(rank: int, kind: str, message: str, code: int) -> None:
+    """Say why, then leave at once: a rank that exits without MPI_Finalize makes Hydra (and srun
+    --kill-on-bad-exit) end every other rank of the job. Not MPI_Abort: it kills Hydra's proxies
+    before they remove their topology file, so every failed run left a /tmp/hydra_hwloc_xmlfile_*.
+    """
+    report_failure(rank, kind, message)
+    sys.stdout.flush()
+    os._exit(code)
 
 
 def _stop_engine(ctx: RunContext) -> None:
-    if ctx.engine is not None:
+    """Stop a driver engine's workers and runtime; a failure to stop is reported, not raised."""
+    if ctx.engine is None:
+        return
+    try:
         ctx.engine.close()
+    except Exception as e:
+        print(f"cloudhpc: warning: stopping engine {ctx.job.engine}: {e}", file=sys.stderr)
 
 
 def run(job: Job) -> None:
@@ -85,13 +94,13 @@ def run(job: Job) -> None:
         total = MPI.Wtime() - t0
     except CloudhpcError as e:
         _stop_engine(ctx)
-        _fail(comm, rank, "usage", str(e), 2)
+        _fail(rank, "usage", str(e), 2)
         return
     except BaseException as e:  # a crash: show this rank's traceback, then end every rank
         for line in traceback.format_exc().rstrip().splitlines():
             print(f"[rank {rank}] {line}", file=sys.stderr)
         _stop_engine(ctx)
-        _fail(comm, rank, "crash", f"{type(e).__name__}: {e}", 1)
+        _fail(rank, "crash", f"{type(e).__name__}: {e}", 1)
         return
 
     engine_info = None

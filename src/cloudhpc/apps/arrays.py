@@ -5,21 +5,20 @@
   in a collective).
 - `generated_rows` makes a data set that is identical whatever the number of ranks: rows come in
   fixed chunks, each from its own seeded stream, and a rank generates only the chunks it needs.
-- `save_npy_atomic` writes to a temporary name in the same directory and renames it, so a failed
-  run never leaves a half-written output.
+- `save_npy_atomic` and `save_npz_atomic` write through the shared atomic writer (atomic.py):
+  a failed or killed run never leaves a half-written output, and files follow the umask.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 
+from ..atomic import write_atomic as write_atomic  # re-exported: apps import it from here
 from ..errors import CloudhpcError
+from ..paths import check_input_file, check_output_file
 
 CHUNK_VALUES = 1 << 16  # numbers per generated chunk: rows per chunk = CHUNK_VALUES // ncols
 
@@ -31,11 +30,8 @@ def block_range(n: int, parts: int, index: int) -> tuple[int, int]:
 
 def open_npy(path: str, what: str) -> np.ndarray:
     """Memory-map a float .npy file; one-line CloudhpcError if missing, unreadable or not float."""
+    check_input_file(path, f"{what} file")
     p = Path(path)
-    if not p.exists():
-        raise CloudhpcError(f"{what} file {path} does not exist")
-    if not p.is_file():
-        raise CloudhpcError(f"{what} file {path} is not a regular file")
     try:
         with open(p, "rb") as f:
             magic = f.read(6)
@@ -55,6 +51,22 @@ def open_npy(path: str, what: str) -> np.ndarray:
             f"{what} file {path} has dtype {arr.dtype}; expected float64 (or float32)"
         )
     return arr
+
+
+def require_finite(arr: np.ndarray, what: str, path: str, chunk: int = 1 << 22) -> None:
+    """Every value a finite number (no NaN or inf), read in chunks of the memory-mapped file so
+    that a large input is scanned at disk speed in bounded memory; names the first bad row."""
+    flat = arr.reshape(arr.shape[0], -1) if arr.ndim > 1 else arr.reshape(-1, 1)
+    rows = max(1, chunk // max(1, flat.shape[1]))
+    for lo in range(0, flat.shape[0], rows):
+        block = np.asarray(flat[lo : lo + rows])
+        bad = ~np.isfinite(block)
+        if bad.any():
+            row = lo + int(np.argmax(bad.any(axis=1)))
+            raise CloudhpcError(
+                f"{what} file {path} holds NaN or inf (first in row {row}); "
+                "every value must be a finite number"
+            )
 
 
 def require_2d(arr: np.ndarray, what: str, path: str) -> None:
@@ -83,30 +95,7 @@ def read_rows(path: str, arr: np.ndarray, lo: int, hi: int) -> np.ndarray:
 
 def check_output_path(path: str | None, what: str) -> None:
     """Fail before any work if the output cannot be written where asked."""
-    if not path:
-        return
-    parent = Path(path).resolve().parent
-    if not parent.is_dir():
-        raise CloudhpcError(f"directory for {what} {path} does not exist")
-    if not os.access(parent, os.W_OK):
-        raise CloudhpcError(f"directory for {what} {path} is not writable")
-    if Path(path).is_dir():
-        raise CloudhpcError(f"{what} {path} is a directory")
-
-
-def write_atomic(path: str | Path, write: Callable[[BinaryIO], None]) -> str:
-    """Create `path` whole or not at all: `write(file)` fills a temporary file in the same
-    directory, which then replaces `path` (a reader never sees half a file)."""
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return str(target)
+    check_output_file(path, what)
 
 
 def save_npy_atomic(path: str, array: np.ndarray) -> str:
@@ -117,6 +106,12 @@ def save_npy_atomic(path: str, array: np.ndarray) -> str:
 def save_npz_atomic(path: str, arrays: dict[str, np.ndarray]) -> str:
     """Write named arrays to the .npz file `path` atomically; return the path."""
     return write_atomic(path, lambda f: np.savez(f, **arrays))
+
+
+def check_seed(seed, what: str = "--seed") -> None:
+    """A seed NumPy's generators take: a non-negative integer."""
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise CloudhpcError(f"{what} must be a non-negative integer, not {seed!r}")
 
 
 def generated_rows(

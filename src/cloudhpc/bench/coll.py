@@ -17,7 +17,8 @@ from mpi4py import MPI
 from ..context import RunContext
 from ..errors import CloudhpcError
 from .ops import OPS, REDUCTIONS
-from .sizes import parse_sizes, repetitions, warmups
+from .params import validate
+from .sizes import repetitions, warmups
 
 
 def _make_op(comm, op: str, nbytes: int) -> Callable[[int], None]:
@@ -65,22 +66,10 @@ def _make_op(comm, op: str, nbytes: int) -> Callable[[int], None]:
     raise CloudhpcError(f"unknown collective {op!r}; known: {', '.join(OPS)}")
 
 
-def _sizes_for(op: str, sizes: list[int]) -> list[int]:
-    if op == "barrier":
-        return [0]
-    if op in REDUCTIONS:
-        return [s for s in sizes if s % 4 == 0]  # float32 elements, as IMB
-    return sizes
-
-
 def main(ctx: RunContext) -> dict:
     op = ctx.params.get("op", "allreduce")
-    if op not in OPS:
-        raise CloudhpcError(f"unknown collective {op!r}; known: {', '.join(OPS)}")
+    sizes = validate("coll", ctx.params, ctx.size)
     comm = ctx.comm
-    sizes = _sizes_for(op, parse_sizes(ctx.params.get("sizes")))
-    if not sizes:
-        raise CloudhpcError(f"no --sizes left for {op}: reductions need multiples of 4 bytes")
     iters, warm = ctx.params.get("iters"), ctx.params.get("warmup")
     rows = []
     for k, nbytes in enumerate(sizes):

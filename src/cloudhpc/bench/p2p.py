@@ -12,8 +12,8 @@ import numpy as np
 from mpi4py import MPI
 
 from ..context import RunContext
-from ..errors import CloudhpcError
-from .sizes import parse_sizes, repetitions, warmups
+from .params import validate
+from .sizes import repetitions, warmups
 
 WINDOW = 64
 TAG = 1
@@ -72,9 +72,7 @@ def _bibw(comm, buf, rbuf, rank: int, reps: int) -> float:
 
 def _run(ctx: RunContext, kind: str) -> dict:
     comm = ctx.comm
-    if ctx.size < 2:
-        raise CloudhpcError(f"bench {kind} needs at least 2 ranks (use -n 2)")
-    sizes = parse_sizes(ctx.params.get("sizes"))
+    sizes = validate(kind, ctx.params, ctx.size)
     iters, warm = ctx.params.get("iters"), ctx.params.get("warmup")
     rows = []
     active = ctx.rank < 2

@@ -37,23 +37,33 @@ def _parse_size(token: str) -> int:
 
 
 def parse_sizes(text: str | None) -> list[int]:
-    """'0,8,1k' lists sizes; 'LO:HI' is every power of two between (and 0 if LO is 0)."""
-    if not text:
+    """'0,8,1k' lists sizes; 'LO:HI' is 0 (if LO is 0) and every power of two from LO to HI.
+
+    None (no --sizes) is the default sweep; an empty list or a range holding no power of two is
+    an error, never a silent default.
+    """
+    if text is None:
         return default_sizes()
+    if not isinstance(text, str):
+        raise CloudhpcError(f"--sizes must be text like 0,8,1k or 0:4m, not {text!r}")
     if ":" in text:
         lo_s, hi_s = text.split(":", 1)
         lo, hi = _parse_size(lo_s), _parse_size(hi_s)
         if hi < lo:
             raise CloudhpcError(f"--sizes {text}: the upper bound is below the lower one")
         sizes = [0] if lo == 0 else []
-        s = max(lo, 1)
+        s = 1
+        while s < lo:
+            s *= 2
         while s <= hi:
             sizes.append(s)
             s *= 2
+        if not sizes:
+            raise CloudhpcError(f"--sizes {text}: no power of two lies between {lo} and {hi}")
         return sizes
     sizes = sorted({_parse_size(t) for t in text.split(",") if t.strip()})
     if not sizes:
-        raise CloudhpcError("--sizes lists no sizes")
+        raise CloudhpcError(f"--sizes {text!r} lists no sizes (e.g. 0,8,1k or 0:4m)")
     return sizes
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from ..bench.ops import OPS
+from ..bench.params import validate
+from .app_params import ParamSpec
 from .common import add_launch_options, execute, job_from_args, record_footer
 from .parser import add_subparser
 from .ui import print_table
@@ -15,9 +17,15 @@ P2P = {
     "bw": "unidirectional bandwidth with a window of 64 nonblocking sends (osu_bw)",
     "bibw": "bidirectional bandwidth, windows both ways (osu_bibw)",
 }
+BENCHMARKS = {**P2P, "coll": "collective operations: t_min, t_avg, t_max over ranks (IMB)"}
 
 
-def _common(p: argparse.ArgumentParser) -> None:
+def add_arguments(p: argparse.ArgumentParser, bench: str) -> None:
+    """The benchmark's own options (what `profile --app bench.NAME KEY=VALUE` parses too)."""
+    if bench == "coll":
+        p.add_argument(
+            "--op", required=True, choices=OPS, metavar="OP", help=f"one of: {', '.join(OPS)}"
+        )
     p.add_argument(
         "--sizes",
         metavar="LIST",
@@ -36,7 +44,6 @@ def _common(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="untimed warm-up repetitions per size (default: a tenth, at least 2)",
     )
-    add_launch_options(p, default_np=2)
 
 
 def add_parser(subparsers) -> None:
@@ -48,31 +55,33 @@ def add_parser(subparsers) -> None:
         "repetitions for small messages, MB = 10^6 bytes, NumPy buffers.",
     )
     sub = p.add_subparsers(dest="bench", metavar="BENCHMARK", required=True)
-    for name, help_text in P2P.items():
-        _common(add_subparser(sub, name, help_text))
-    c = add_subparser(sub, "coll", "collective operations: t_min, t_avg, t_max over ranks (IMB)")
-    c.add_argument(
-        "--op", required=True, choices=OPS, metavar="OP", help=f"one of: {', '.join(OPS)}"
-    )
-    _common(c)
+    for name, help_text in BENCHMARKS.items():
+        b = add_subparser(sub, name, help_text)
+        add_arguments(b, name)
+        add_launch_options(b, default_np=2)
     p.set_defaults(handler=handle)
 
 
 def params_from_args(args: argparse.Namespace) -> dict:
     params = {"sizes": args.sizes, "iters": args.iters, "warmup": args.warmup}
-    if args.bench == "coll":
+    if getattr(args, "op", None) is not None:
         params["op"] = args.op
     return params
 
 
-def handle(args: argparse.Namespace) -> int:
-    for flag in ("iters", "warmup"):
-        v = getattr(args, flag)
-        if v is not None and v < (1 if flag == "iters" else 0):
-            from ..errors import CloudhpcError
+def param_spec(bench: str) -> ParamSpec:
+    """How the job `bench.NAME` takes its parameters from a command line."""
+    return ParamSpec(
+        add_arguments=lambda p: add_arguments(p, bench),
+        params_from_args=params_from_args,
+        validate=lambda params, nprocs: validate(bench, params, nprocs),
+    )
 
-            raise CloudhpcError(f"--{flag} must be {'positive' if flag == 'iters' else '>= 0'}")
-    job = job_from_args(args, f"bench.{args.bench}", params_from_args(args))
+
+def handle(args: argparse.Namespace) -> int:
+    params = params_from_args(args)
+    job = job_from_args(args, f"bench.{args.bench}", params)
+    validate(args.bench, params, job.nprocs)  # before launch; the ranks check again
     record = execute(job, args, title=f"bench {args.bench}")
     if record is None or args.json:
         return 0

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shlex
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from ..envs import ENVIRONMENTS
@@ -87,6 +89,8 @@ def job_from_args(
     engine_options: dict[str, Any] | None = None,
 ) -> Job:
     """Validate the launch options and build the immutable Job."""
+    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
+        raise CloudhpcError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
     layout = parse_layout(args.layout) if args.layout else None
     nprocs = args.np
     if nprocs is not None and nprocs < 1:
@@ -128,8 +132,18 @@ def job_from_args(
     )
 
 
-def execute(job: Job, args: argparse.Namespace, title: str | None = None) -> dict | None:
-    """Launch the job, follow it, store its record; None for --dry-run."""
+def execute(
+    job: Job,
+    args: argparse.Namespace,
+    title: str | None = None,
+    exit_code: Callable[[dict], int] | None = None,
+) -> dict | None:
+    """Launch the job, follow it, store its record; None for --dry-run.
+
+    `exit_code(record)` is the command's exit status for a completed run (default 0); the record
+    says it (`exit_code`) and has `status` "failed" when it is not 0 (an item that failed, a
+    verification that did not pass), so a record never reads "ok" for a command that failed.
+    """
     plan = plan_job(job, preflight=not args.dry_run)
     if args.dry_run:
         if args.json:
@@ -153,6 +167,9 @@ def execute(job: Job, args: argparse.Namespace, title: str | None = None) -> dic
         nodes=res.get("nodes"),
         engine_info=res.get("engine_info"),
     )
+    code = int(exit_code(record)) if exit_code is not None else 0
+    record["status"] = "ok" if code == 0 else "failed"
+    record["exit_code"] = code
     path = write_record(job.results_dir, record)
     record["_path"] = str(path)
     if args.json:

@@ -43,9 +43,12 @@ def main(argv: list[str] | None = None) -> None:
     except CloudhpcError as e:
         print(f"cloudhpc: error: {e}", file=sys.stderr)
         code = e.exit_code
-    except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM or SIGHUP (signals.py)
-        print(f"cloudhpc: interrupted{f' ({e})' if str(e) else ''}", file=sys.stderr)
+    except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM or SIGHUP (signals.py): the job has ended
         code = signals.exit_status(e)
+        try:
+            print(f"cloudhpc: interrupted{f' ({e})' if str(e) else ''}", file=sys.stderr)
+        except OSError:
+            pass  # SIGHUP: the terminal may be gone
     except BrokenPipeError:
         code = 0
     except Exception as e:  # a bug in cloudhpc itself: still one line unless asked for more

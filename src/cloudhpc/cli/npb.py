@@ -9,11 +9,29 @@ import json
 from ..errors import CloudhpcError
 from ..npb import KERNELS, load
 from ..npb.common import CLASS_NAMES
+from .app_params import ParamSpec
 from .common import add_launch_options, execute, job_from_args, record_footer
 from .parser import add_subparser
 from .ui import err, out, print_table
 
 CHOICES = (*KERNELS, "all")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The npb job's own arguments (what `profile --app npb KEY=VALUE` parses too)."""
+    p.add_argument("kernel", metavar="KERNEL", help=f"one of: {', '.join(CHOICES)}")
+    p.add_argument(
+        "--class",
+        dest="cls",
+        default="S",
+        metavar="C",
+        help=f"problem class: {', '.join(CLASS_NAMES)}, every kernel (default S)",
+    )
+    p.add_argument(
+        "--corrupt",
+        action="store_true",
+        help="test hook: perturb one computed value, so verification must report UNSUCCESSFUL",
+    )
 
 
 def add_parser(subparsers) -> None:
@@ -25,19 +43,7 @@ def add_parser(subparsers) -> None:
         "problem sizes, and check the result against the official verification values. "
         "Exit status 1 when a verification fails.",
     )
-    p.add_argument("kernel", metavar="KERNEL", help=f"one of: {', '.join(CHOICES)}")
-    p.add_argument(
-        "--class",
-        dest="cls",
-        default="S",
-        metavar="C",
-        help=f"problem class: {', '.join(CLASS_NAMES)} (default S)",
-    )
-    p.add_argument(
-        "--corrupt",
-        action="store_true",
-        help="test hook: perturb one computed value, so verification must report UNSUCCESSFUL",
-    )
+    add_arguments(p)
     add_launch_options(p, default_np=1)
     p.set_defaults(handler=handle)
 
@@ -54,13 +60,30 @@ def _validate(names: list[str], cls: str, nprocs: int) -> str:
     return cls
 
 
-def handle(args: argparse.Namespace) -> int:
-    name = args.kernel.lower()
+def _kernel_names(kernel: str) -> list[str]:
+    name = str(kernel).lower()
     if name not in CHOICES:
-        raise CloudhpcError(
-            f"unknown NPB kernel {args.kernel!r}; choose one of {', '.join(CHOICES)}"
-        )
-    names = list(KERNELS) if name == "all" else [name]
+        raise CloudhpcError(f"unknown NPB kernel {kernel!r}; choose one of {', '.join(CHOICES)}")
+    return list(KERNELS) if name == "all" else [name]
+
+
+def _params(args: argparse.Namespace) -> dict:
+    return {"kernel": args.kernel.lower(), "class": args.cls, "corrupt": bool(args.corrupt)}
+
+
+def _validate_one(params: dict, nprocs: int) -> None:
+    names = _kernel_names(params["kernel"])
+    if len(names) > 1:
+        raise CloudhpcError("one NPB job runs one kernel: name cg, mg, ft, is or ep, not all")
+    params["class"] = _validate(names, params["class"], nprocs)
+
+
+# `profile --app npb kernel=cg class=A`: one kernel per job
+PARAM_SPEC = ParamSpec(add_arguments, _params, _validate_one)
+
+
+def handle(args: argparse.Namespace) -> int:
+    names = _kernel_names(args.kernel)
     probe = job_from_args(args, "npb", {})
     cls = _validate(names, args.cls, probe.nprocs)
 
@@ -72,7 +95,12 @@ def handle(args: argparse.Namespace) -> int:
         if len(names) > 1 and args.json:
             run_args = copy.copy(args)
             run_args.json = False  # one JSON list at the end instead of five documents
-        record = execute(job, run_args, title=f"npb {kname} class {cls}")
+        record = execute(
+            job,
+            run_args,
+            title=f"npb {kname} class {cls}",
+            exit_code=lambda r: 0 if r.get("verified") else 1,
+        )
         if record is None:  # --dry-run
             continue
         records.append(record)

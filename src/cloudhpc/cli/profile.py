@@ -14,11 +14,17 @@ import os
 
 from rich.table import Table
 
+from ..apps.registry import load_app
 from ..errors import CloudhpcError, RunFailed
 from ..launch.runner import raise_for_failure
+from ..paths import check_output_file
 from ..profile import load_profile, report
 from ..profile.model import Profile
+from .app_params import ParamSpec, parse_params, run_app_spec
+from .bench import BENCHMARKS
+from .bench import param_spec as bench_spec
 from .common import add_launch_options, job_from_args, record_footer
+from .npb import PARAM_SPEC as NPB_SPEC
 from .parser import Parser, add_subparser
 from .ui import ProgressMonitor, err, out, print_table
 
@@ -41,7 +47,12 @@ def add_parser(subparsers) -> None:
         "mpi4py) through a PMPI library loaded with LD_PRELOAD. Also: `profile show PROFILE` "
         "and `profile compare A B`.\n\n" + EXAMPLES,
     )
-    p.add_argument("--app", metavar="APP", help="profile a cloudhpc app; KEY=VALUE params follow")
+    p.add_argument(
+        "--app",
+        metavar="APP",
+        help="profile a cloudhpc job (a `run` app, bench.NAME or npb); its parameters follow as "
+        "KEY=VALUE (points=5000, check=true) or as its own options after --",
+    )
     p.add_argument(
         "--trace",
         action="store_true",
@@ -55,7 +66,7 @@ def add_parser(subparsers) -> None:
         metavar="-- PROGRAM [ARGS]",
         help="the program and its arguments (or `show PROFILE`, `compare A B`)",
     )
-    p.set_defaults(handler=handle)
+    p.set_defaults(handler=handle, _own_options=tuple(p._option_string_actions))
 
 
 def _report_options(p: argparse.ArgumentParser) -> None:
@@ -73,17 +84,17 @@ def handle(args: argparse.Namespace) -> int:
 
 
 # ---- profiling a run ----------------------------------------------------------------------
-def _parse_params(items: list[str]) -> dict:
-    params = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise CloudhpcError(f"app parameters are KEY=VALUE, got {item!r}")
-        try:
-            params[key] = json.loads(value)
-        except ValueError:
-            params[key] = value
-    return params
+def _param_spec(name: str) -> ParamSpec | None:
+    """How job `name` parses its parameters: a `run` app's own hooks, bench's or npb's parser."""
+    from ..apps.registry import MAINS
+
+    if name.startswith("bench.") and name.split(".", 1)[1] in BENCHMARKS:
+        return bench_spec(name.split(".", 1)[1])
+    if name == "npb":
+        return NPB_SPEC
+    if name in MAINS:
+        return None  # a test hook (selftest): no user parameters
+    return run_app_spec(load_app(name))
 
 
 def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
@@ -97,7 +108,10 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
         if not known(args.app):
             names = ", ".join([*run_apps(), *sorted(MAINS)])
             raise CloudhpcError(f"unknown app {args.app!r}; known: {names}")
-        params = _parse_params(target)
+        # the app's own parser: its types, defaults and checks, before anything starts
+        nprocs = job_from_args(args, args.app, {}).nprocs
+        spec = _param_spec(args.app)
+        params = parse_params(args.app, spec, target, nprocs, frozenset(args._own_options))
         job = job_from_args(args, args.app, params)
         program = None
         record_params = {"app": args.app, "params": params, "trace": args.trace}
@@ -235,6 +249,9 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
     p.add_argument("--json", action="store_true", help="print the table as JSON")
     args = p.parse_args(target[1:])
     args.json = args.json or outer.json
+    if verb == "compare":  # outputs checked before any work, as for runs
+        check_output_file(args.csv, "--csv")
+        check_output_file(args.plot and f"{args.plot}.png", "--plot")
     if verb == "show":
         prof = load_profile(args.profile)
         if args.json:

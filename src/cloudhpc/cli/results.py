@@ -8,6 +8,9 @@ import json
 import re
 import sys
 
+from rich.markup import escape
+
+from ..atomic import atomic_file
 from ..errors import CloudhpcError
 from ..results.store import filter_records, load_record, load_records, write_csv
 from .common import DEFAULT_RESULTS
@@ -31,28 +34,54 @@ def parse_since(text: str) -> dt.datetime:
     return when if when.tzinfo else when.replace(tzinfo=dt.UTC)
 
 
-def _filters(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--results", default=DEFAULT_RESULTS, metavar="DIR", help="results directory")
-    p.add_argument("--app", help="only this app (a prefix before '.' matches: bench, npb)")
-    p.add_argument("--env", help="only this environment")
-    p.add_argument("--since", help="only runs started since (ISO time, or an age: 2h, 7d)")
+# Options the `results` command and its actions share. Given before the action (`cloudhpc
+# results --results DIR list`) they count as much as after it: the actions' copies default to
+# SUPPRESS, so an action only overrides what it was given itself.
+FILTERS = ("app", "env", "since")
+
+
+def _filters(p: argparse.ArgumentParser, top: bool = False) -> None:
+    d = (lambda v: v) if top else (lambda v: argparse.SUPPRESS)
+    p.add_argument("--results", default=d(DEFAULT_RESULTS), metavar="DIR", help="results directory")
+    p.add_argument(
+        "--app", default=d(None), help="only this app (a prefix before '.' matches: bench, npb)"
+    )
+    p.add_argument("--env", default=d(None), help="only this environment")
+    p.add_argument(
+        "--since", default=d(None), help="only runs started since (ISO time, or an age: 2h, 7d)"
+    )
+
+
+def _json(p: argparse.ArgumentParser, help: str, top: bool = False) -> None:
+    p.add_argument(
+        "--json", action="store_true", default=False if top else argparse.SUPPRESS, help=help
+    )
 
 
 def add_parser(subparsers) -> None:
-    p = add_subparser(subparsers, "results", "list, show and export stored run records")
+    p = add_subparser(
+        subparsers,
+        "results",
+        "list, show and export stored run records",
+        "List, show and export stored run records. Options may come before or after the action. "
+        "A damaged record (not UTF-8 or JSON, or lacking fields) is skipped with a warning that "
+        "names its file.",
+    )
     sub = p.add_subparsers(dest="action", metavar="ACTION")
     ls = add_subparser(sub, "list", "one line per record (the default action)")
     _filters(ls)
-    ls.add_argument("--json", action="store_true", help="the records as a JSON list")
+    _json(ls, "the records as a JSON list")
     show = add_subparser(sub, "show", "print one record")
     show.add_argument("id", help="record id (a unique prefix is enough)")
-    show.add_argument("--results", default=DEFAULT_RESULTS, metavar="DIR")
-    show.add_argument("--json", action="store_true", help="the raw JSON record")
+    show.add_argument(
+        "--results", default=argparse.SUPPRESS, metavar="DIR", help="results directory"
+    )
+    _json(show, "the raw JSON record")
     ex = add_subparser(sub, "export", "export records as CSV")
     _filters(ex)
     ex.add_argument("--csv", default="-", metavar="FILE", help="output file ('-' for stdout)")
-    _filters(p)
-    p.add_argument("--json", action="store_true", help="the records as a JSON list")
+    _filters(p, top=True)
+    _json(p, "the records as a JSON list", top=True)
     p.set_defaults(handler=handle)
 
 
@@ -64,6 +93,9 @@ def _selected(args) -> list[dict]:
 def handle(args: argparse.Namespace) -> int:
     action = args.action or "list"
     if action == "show":
+        given = [f"--{f}" for f in FILTERS if getattr(args, f) is not None]
+        if given:
+            raise CloudhpcError(f"{', '.join(given)} filter a list; `results show` takes an id")
         rec = load_record(args.results, args.id)
         if args.json:
             print(json.dumps(rec, indent=1))
@@ -72,11 +104,13 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     records = _selected(args)
     if action == "export":
+        if args.json:
+            raise CloudhpcError("`results export` writes CSV; use `results list --json` for JSON")
         if args.csv == "-":
             write_csv(records, sys.stdout)
         else:
             try:
-                with open(args.csv, "w", newline="") as fh:
+                with atomic_file(args.csv, "w", newline="") as fh:
                     write_csv(records, fh)
             except OSError as e:
                 raise CloudhpcError(f"cannot write {args.csv}: {e.strerror}") from None
@@ -86,13 +120,14 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     rows = [
         {
-            "id": r.get("id"),
-            "started": r.get("started_at", "")[:19],
-            "app": r.get("app"),
-            "env": r.get("env", {}).get("name"),
+            "id": r["id"],
+            "started": r["started_at"][:19],
+            "app": r["app"],
+            "env": _get(r, "env", "name"),
             "P": r.get("nprocs"),
-            "total_s": r.get("timings", {}).get("total_s"),
+            "total_s": _get(r, "timings", "total_s"),
             "verified": r.get("verified"),
+            "status": r.get("status", "ok"),
         }
         for r in records
     ]
@@ -100,25 +135,40 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
+def _get(r: dict, section: str, key: str, default=None):
+    """r[section][key] where either may be missing or not a mapping (older or hand-made
+    records): shown as missing, never a crash."""
+    part = r.get(section)
+    return part.get(key, default) if isinstance(part, dict) else default
+
+
+def _mapping(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
 def _show(r: dict) -> None:
+    variables = _mapping(_get(r, "env", "variables"))
+    phases = _mapping(_get(r, "timings", "phases"))
     head = [
         ("id", r.get("id")),
         ("app", r.get("app")),
+        ("status", r.get("status", "ok")),
         ("command", r.get("command_line")),
         ("started", r.get("started_at")),
-        ("host", f"{r['host'].get('hostname')} ({r['host'].get('cpu_model')})"),
-        ("mpi", r.get("mpi", {}).get("library")),
+        ("host", f"{_get(r, 'host', 'hostname')} ({_get(r, 'host', 'cpu_model')})"),
+        ("mpi", _get(r, "mpi", "library")),
         ("launcher", r.get("launcher")),
         ("ranks / layout", f"{r.get('nprocs')} / {r.get('layout')}"),
-        ("environment", r.get("env", {}).get("name")),
-        ("env variables", " ".join(f"{k}={v}" for k, v in r["env"].get("variables", {}).items())),
-        ("total_s", fmt(r.get("timings", {}).get("total_s"))),
-        ("phases", ", ".join(f"{k} {fmt(v)}" for k, v in r["timings"].get("phases", {}).items())),
+        ("environment", _get(r, "env", "name")),
+        ("env variables", " ".join(f"{k}={v}" for k, v in variables.items())),
+        ("total_s", fmt(_get(r, "timings", "total_s"))),
+        ("phases", ", ".join(f"{k} {fmt(v)}" for k, v in phases.items())),
         ("verified", r.get("verified")),
     ]
     for k, v in head:
-        out.print(f"[bold]{k:>15}[/]  {v}", highlight=False)
+        out.print(f"[bold]{k:>15}[/]  {escape(str(v))}", highlight=False)
     if r.get("metrics"):
         print_table("metrics", [r["metrics"]])
-    if r.get("rows"):
-        print_table("rows", r["rows"])
+    rows = [row for row in r.get("rows") or [] if isinstance(row, dict)]
+    if rows:
+        print_table("rows", rows)

@@ -12,6 +12,7 @@ job modules, so that building this parser stays fast.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 
 from ..apps.registry import load_app, run_apps
 from ..engines import ENGINES
@@ -90,7 +91,7 @@ def handle(args: argparse.Namespace) -> int:
     validate = getattr(module, "validate", None)
     if validate is not None:
         validate(params, job.nprocs)  # before any rank starts (the job checks again on its ranks)
-    record = execute(job, args, title=f"run {args.app}")
+    record = execute(job, args, title=f"run {args.app}", exit_code=_exit_code_hook(module))
     if record is None:
         return 0
     if not args.json:
@@ -99,10 +100,15 @@ def handle(args: argparse.Namespace) -> int:
             out.print(report, highlight=False, markup=False)
         _print_timings(record)
         record_footer(record)
+    return record["exit_code"]
+
+
+def _exit_code_hook(module) -> Callable[[dict], int]:
+    """The app's exit_code(record), or the default: 1 when --check found a wrong answer."""
     hook = getattr(module, "exit_code", None)
     if hook is not None:
-        return int(hook(record))
-    return 1 if args.check and record.get("verified") is False else 0
+        return hook
+    return lambda record: 1 if record.get("verified") is False else 0
 
 
 def engine_options(args: argparse.Namespace) -> dict:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -69,7 +70,7 @@ def table(title: str, rows: Sequence[dict], columns: Sequence[str] | None = None
     for c in columns:
         t.add_column(c, justify="right" if rows and _numeric(rows, c) else "left")
     for r in rows:
-        t.add_row(*(fmt(r.get(c)) for c in columns))
+        t.add_row(*(escape(fmt(r.get(c))) for c in columns))  # values are data, not markup
     return t
 
 

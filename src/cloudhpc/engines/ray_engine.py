@@ -34,7 +34,7 @@ import numpy as np
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
-from ..context import WORKER_PHASES
+from ..context import CONTROL_DIR_VAR, WORKER_PHASES
 from ..errors import CloudhpcError
 from . import ray_cluster
 from .base import Progress, call_progress, check_op
@@ -140,6 +140,10 @@ class RayEngine(DriverEngine):
             inject_failure=opts.get("inject_failure"),
         )
         env_vars = {"OMP_NUM_THREADS": str(threads), "NUMBA_NUM_THREADS": str(threads)}
+        if CONTROL_DIR_VAR in os.environ:
+            # the run's token (procs.py): on a joined cluster too, the runner's sweep finds the
+            # job's workers and the programs they start on this machine by it
+            env_vars[CONTROL_DIR_VAR] = os.environ[CONTROL_DIR_VAR]
         address = opts.get("ray_address")
         try:
             if address:

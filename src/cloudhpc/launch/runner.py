@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ from typing import Any
 from ..context import CONTROL_DIR_VAR, CONTROL_PREFIX
 from ..errors import CloudhpcError, RunFailed
 from ..job import Job
+from ..procs import descendants, die_with_parent, end_tagged, kill_group
 from .base import get_launcher
 from .plan import LaunchPlan
 
@@ -101,6 +101,8 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
     env = dict(os.environ)
     env.update(plan.env)
     env[CONTROL_DIR_VAR] = control_dir
+    # Every process of the run inherits this entry, however deep: procs.end_tagged finds them by it.
+    token = f"{CONTROL_DIR_VAR}={control_dir}"
     t0 = time.perf_counter()
     try:
         proc = subprocess.Popen(
@@ -111,44 +113,67 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
             stderr=subprocess.PIPE,
             text=True,
             errors="replace",
-            start_new_session=True,  # so a timeout or Ctrl-C can end every rank at once
+            start_new_session=True,  # Ctrl-C reaches cloudhpc alone, which then ends the job
+            preexec_fn=die_with_parent(),  # even a SIGKILL of cloudhpc ends mpiexec, then ranks
         )
     except FileNotFoundError:
         raise CloudhpcError(f"cannot start {plan.argv[0]!r}: no such program") from None
     except PermissionError:
         raise CloudhpcError(f"cannot start {plan.argv[0]!r}: not executable") from None
 
-    stderr_chunks: list[str] = []
-    reader = threading.Thread(target=lambda: stderr_chunks.append(proc.stderr.read()), daemon=True)
-    reader.start()
-    outcome = Outcome(returncode=0, stderr="", wall_s=0.0)
     timer = None
-    if timeout:
-        timer = threading.Timer(timeout, _kill_group, args=(proc,))
-        timer.start()
-    try:
+    timed_out = threading.Event()
+    try:  # from here on, any way out of this function ends the job first
+        stderr_chunks: list[str] = []
+        reader = threading.Thread(
+            target=lambda: stderr_chunks.append(proc.stderr.read()), daemon=True
+        )
+        reader.start()
+        outcome = Outcome(returncode=0, stderr="", wall_s=0.0)
+
+        def expire() -> None:
+            timed_out.set()
+            end_job(proc, token)
+
+        if timeout:
+            timer = threading.Timer(timeout, expire)
+            timer.start()
         for line in proc.stdout:
             line = line.rstrip("\n")
-            if line.startswith(CONTROL_PREFIX):
-                _dispatch(json.loads(line[len(CONTROL_PREFIX) :]), outcome, monitor)
+            msg = _control_message(line)
+            if msg is not None:
+                _dispatch(msg, outcome, monitor)
             else:
                 monitor.output(line)
         proc.wait()
-    except KeyboardInterrupt:
-        _kill_group(proc)
+        end_tagged(token)  # whatever the ranks left running (a program's background children)
+        reader.join()
+    except BaseException:  # Ctrl-C, SIGTERM, SIGHUP (signals.py), or a failure in this process
+        end_job(proc, token)
         proc.wait()
         raise
     finally:
         if timer is not None:
             timer.cancel()
+            timer.join()  # an expiry under way finishes its clean-up first
         monitor.close()
-    reader.join()
     outcome.returncode = proc.returncode
     outcome.stderr = "".join(stderr_chunks)
     outcome.wall_s = time.perf_counter() - t0
-    if timer is not None and not timer.is_alive() and proc.returncode < 0 and timeout:
+    if timed_out.is_set():
         outcome.error = {"kind": "timeout", "message": f"the run exceeded --timeout {timeout:g} s"}
     return outcome
+
+
+def _control_message(line: str) -> dict[str, Any] | None:
+    """The control message on a rank's output line, or None for a line meant for the user."""
+    if not line.startswith(CONTROL_PREFIX):
+        return None
+    try:
+        msg = json.loads(line[len(CONTROL_PREFIX) :])
+    except ValueError:
+        return None
+    return msg if isinstance(msg, dict) else None
 
 
 def _dispatch(msg: dict[str, Any], outcome: Outcome, monitor: Monitor) -> None:
@@ -162,11 +187,13 @@ def _dispatch(msg: dict[str, Any], outcome: Outcome, monitor: Monitor) -> None:
         outcome.error = msg
 
 
-def _kill_group(proc: subprocess.Popen) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
+def end_job(proc: subprocess.Popen, token: str) -> None:
+    """Kill the launcher and every process of its job: its process tree (walked before the
+    launcher dies, when its children are re-parented), its session's group, and everything that
+    carries the run's token in its environment (procs.py). Returns without reaping `proc`."""
+    tree = descendants(proc.pid)
+    kill_group(proc.pid)
+    end_tagged(token, extra=tree)
 
 
 def raise_for_failure(outcome: Outcome) -> None:

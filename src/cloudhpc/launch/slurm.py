@@ -21,7 +21,8 @@ class SlurmLauncher(Launcher):
 
     def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
         lay = job.layout
-        argv = ["srun", "--mpi=pmi2", f"--ntasks={job.nprocs}"]
+        # a rank that fails exits without MPI_Finalize (worker._fail): end the whole step then
+        argv = ["srun", "--mpi=pmi2", "--kill-on-bad-exit=1", f"--ntasks={job.nprocs}"]
         if job.layout_given:
             argv += [f"--nodes={lay.nodes}", f"--ntasks-per-node={lay.procs_per_node}"]
         argv.append(f"--cpus-per-task={lay.threads}")

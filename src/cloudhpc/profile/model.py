@@ -217,11 +217,3 @@ def load_profile(path: str | os.PathLike) -> Profile:
     if not isinstance(d, dict):
         raise CloudhpcError(f"{p} is not a cloudhpc profile")
     return Profile.from_json(d, where=str(p))
-
-
-def write_json_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w") as fh:
-        json.dump(data, fh, indent=1)
-        fh.write("\n")
-    os.replace(tmp, path)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..atomic import atomic_path
 from .model import Profile
 from .report import comm_matrix
 
@@ -25,9 +26,8 @@ def _save(fig, stem: Path) -> list[Path]:
     paths = []
     for ext in ("png", "svg"):
         final = stem.with_suffix(f".{ext}")
-        tmp = final.with_name(f".{final.stem}.tmp.{ext}")
-        fig.savefig(tmp, dpi=120, bbox_inches="tight")
-        os.replace(tmp, final)
+        with atomic_path(final) as tmp:
+            fig.savefig(tmp, dpi=120, bbox_inches="tight")
         paths.append(final)
     return paths
 

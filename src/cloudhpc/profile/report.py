@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from ..atomic import atomic_file
 from .model import Profile, RankProfile
 
 APP_ROW = ".cloudhpc application"
@@ -195,10 +196,8 @@ def compare_rows(a: Profile, b: Profile) -> list[dict[str, Any]]:
 
 def write_csv(rows: list[dict[str, Any]], path: str | os.PathLike) -> Path:
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", newline="") as fh:
+    with atomic_file(path, "w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=list(rows[0].keys()) if rows else PPROF_COLUMNS)
         w.writeheader()
         w.writerows(rows)
-    os.replace(tmp, path)
     return path

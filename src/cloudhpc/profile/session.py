@@ -17,13 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomic import dir_mode, write_json
 from ..errors import CloudhpcError
 from ..job import Job
 from ..launch.runner import Monitor, Outcome, plan_job, raise_for_failure, run_plan
 from ..results.store import check_writable, files_dir, make_record, now_utc, write_record
 from . import plots, report
 from .build import library_path
-from .model import Profile, read_rank_dir, write_json_atomic
+from .model import Profile, read_rank_dir
 from .trace import chrome_trace
 
 
@@ -36,12 +37,14 @@ class ProfiledRun:
 
 
 def resolve_program(argv: list[str]) -> list[str]:
-    """Check the program exists and can run; a `.py` file runs under this Python (mpi4py)."""
+    """Check the program exists and can run. A `.py` file runs under this Python (mpi4py),
+    through profile/pyrun.py: a rank that raises aborts the job, naming itself, instead of
+    leaving the other ranks waiting in MPI."""
     if not argv:
         raise CloudhpcError("no program to profile: give one after `--` or use --app APP")
     prog = argv[0]
     if prog.endswith(".py") and os.path.isfile(prog):
-        return [sys.executable, os.path.abspath(prog), *argv[1:]]
+        return [sys.executable, "-m", "cloudhpc.profile.pyrun", os.path.abspath(prog), *argv[1:]]
     if os.sep in prog:
         if not os.path.exists(prog):
             raise CloudhpcError(f"program {prog} does not exist")
@@ -84,6 +87,7 @@ def run_profiled(
     # absolute: ranks started over ssh or srun may not share this process's working directory
     staging = Path(tempfile.mkdtemp(dir=results, prefix=".profile-")).resolve()
     try:
+        os.chmod(staging, dir_mode())  # mkdtemp's 0700 would stay on the kept <id>.files
         rank_dir = staging / "ranks"
         rank_dir.mkdir()
         env = profiling_env(rank_dir, trace)
@@ -130,7 +134,7 @@ def export(profile: Profile, directory: Path, *, trace: bool, top: int) -> list[
     """profile.json, the tables as CSV, the pictures, and with `trace` the Chrome trace."""
     outputs = []
     pj = directory / "profile.json"
-    write_json_atomic(pj, profile.to_json())
+    write_json(pj, profile.to_json())
     outputs.append(pj)
     rows = [{"Rank": "mean", **r} for r in report.pprof_rows(profile)]
     for rp in profile.ranks:

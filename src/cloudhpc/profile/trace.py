@@ -3,12 +3,12 @@ chrome://tracing open it. Each MPI call is one complete ("X") event on its rank'
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import numpy as np
 
+from ..atomic import write_json
 from .model import Profile
 
 # Must match struct trace_event in pmpi_prof.c.
@@ -63,9 +63,5 @@ def chrome_trace(profile: Profile, rank_dir: str | os.PathLike, out: str | os.Pa
                 }
             )
         n_calls += len(ev)
-    out = Path(out)
-    tmp = out.with_name(f".{out.name}.tmp")
-    with open(tmp, "w") as fh:
-        json.dump({"traceEvents": events, "displayTimeUnit": "ns"}, fh)
-    os.replace(tmp, out)
+    write_json(out, {"traceEvents": events, "displayTimeUnit": "ns"}, indent=None)
     return n_calls

@@ -1,8 +1,8 @@
 """Result records: one JSON file per run in a results directory, never rewritten.
 
-A record is written to a temporary file in the same directory, flushed to disk, then linked to
-its final name (os.link fails rather than replace an existing file) and the temporary removed:
-a reader sees a whole record or none, and an interrupted run leaves none.
+A record is written by the shared atomic writer (atomic.py): filled under no name, flushed to
+disk, then linked to its final name (a link fails rather than replace an existing file), with the
+mode the umask gives. A reader sees a whole record or none, and an interrupted run leaves none.
 """
 
 from __future__ import annotations
@@ -12,11 +12,14 @@ import datetime as dt
 import json
 import os
 import secrets
+import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 from .. import __version__
+from ..atomic import write_json
 from ..errors import CloudhpcError
 from ..job import Job
 from .provenance import host_info, software
@@ -91,7 +94,7 @@ def check_writable(results_dir: str | os.PathLike) -> Path:
     path = Path(results_dir)
     try:
         path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".probe-"):
+        with tempfile.TemporaryFile(dir=path):  # unnamed where the system allows: never left
             pass
     except OSError as e:
         raise CloudhpcError(f"results directory {path} is not writable: {e.strerror}") from None
@@ -101,23 +104,13 @@ def check_writable(results_dir: str | os.PathLike) -> Path:
 def write_record(results_dir: str | os.PathLike, record: dict[str, Any]) -> Path:
     path = check_writable(results_dir)
     final = path / f"{record['id']}.json"
-    fd, tmp = tempfile.mkstemp(dir=path, prefix=f".{record['id']}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(record, fh, indent=1, sort_keys=False, default=str)
-            fh.write("\n")
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.link(tmp, final)  # never replaces an earlier record
+        # fsync'd before it gets its name; replace=False: never rewrites an earlier record
+        write_json(final, record, replace=False, fsync=True, default=str)
     except FileExistsError:
         raise CloudhpcError(f"record {final} already exists; records are never rewritten") from None
     except OSError as e:
         raise CloudhpcError(f"cannot write record to {path}: {e.strerror}") from None
-    finally:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
     return final
 
 
@@ -126,33 +119,95 @@ def files_dir(results_dir: str | os.PathLike, record_id: str) -> Path:
     return Path(results_dir) / f"{record_id}.files"
 
 
-def load_records(results_dir: str | os.PathLike) -> list[dict[str, Any]]:
+# What listing, showing and exporting read from a record, and the type each must have.
+REQUIRED_FIELDS = {"id": str, "app": str, "started_at": str}
+TYPED_FIELDS = {
+    "host": dict,
+    "env": dict,
+    "mpi": dict,
+    "launch": dict,
+    "params": dict,
+    "timings": dict,
+    "metrics": dict,
+    "extra": dict,
+    "rows": list,
+    "outputs": list,
+    "nodes": list,
+    "hosts": list,
+    "nprocs": int,
+    "command_line": str,
+    "status": str,
+}
+
+
+def record_problem(obj: Any) -> str | None:
+    """Why `obj` is not a usable record (None: it is one)."""
+    if not isinstance(obj, dict):
+        return f"a JSON {type(obj).__name__ if obj is not None else 'null'}, not an object"
+    for key, kind in REQUIRED_FIELDS.items():
+        if key not in obj:
+            return f"no {key!r} field"
+        if not isinstance(obj[key], kind):
+            return f"field {key!r} is not a {kind.__name__}"
+    for key, kind in TYPED_FIELDS.items():
+        value = obj.get(key)
+        if value is not None and not isinstance(value, kind):
+            return f"field {key!r} is not a {kind.__name__}"
+    return None
+
+
+def read_record(path: Path) -> dict[str, Any]:
+    """One record file, checked; CloudhpcError naming the file and what is wrong with it."""
+    try:
+        obj = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise CloudhpcError(f"record {path} is damaged: not UTF-8 text (byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise CloudhpcError(f"record {path} is damaged: not JSON ({e.msg})") from None
+    except OSError as e:
+        raise CloudhpcError(f"cannot read record {path}: {e.strerror}") from None
+    problem = record_problem(obj)
+    if problem:
+        raise CloudhpcError(f"record {path} is damaged: {problem}")
+    return obj
+
+
+def _warn(text: str) -> None:
+    print(f"cloudhpc: warning: {text}", file=sys.stderr)
+
+
+def load_records(
+    results_dir: str | os.PathLike, warn: Callable[[str], None] | None = _warn
+) -> list[dict[str, Any]]:
+    """Every record in the directory, oldest first. A damaged one (not UTF-8, not JSON, not an
+    object, a field missing or of the wrong type) is skipped and named through `warn`."""
     path = Path(results_dir)
     if not path.is_dir():
         raise CloudhpcError(f"no results directory at {path}")
     records = []
     for f in sorted(path.glob("*.json")):
+        if f.name.startswith(".") or not f.is_file():
+            continue  # a writer's hidden temporary, or a directory named like a record
         try:
-            records.append(json.loads(f.read_text()))
-        except (OSError, json.JSONDecodeError):
-            continue  # not ours, or unreadable: listing skips it rather than failing
-    records.sort(key=lambda r: (r.get("started_at", ""), r.get("id", "")))
+            records.append(read_record(f))
+        except CloudhpcError as e:
+            if warn is not None:
+                warn(f"{e}; skipped")
+    records.sort(key=lambda r: (r["started_at"], r["id"]))
     return records
 
 
 def load_record(results_dir: str | os.PathLike, record_id: str) -> dict[str, Any]:
     path = Path(results_dir) / f"{record_id}.json"
     if not path.is_file():
-        matches = [r for r in load_records(results_dir) if r.get("id", "").startswith(record_id)]
+        records = load_records(results_dir)
+        matches = [r for r in records if r["id"].startswith(record_id)]
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
             raise CloudhpcError(f"record id {record_id!r} is ambiguous ({len(matches)} match)")
         raise CloudhpcError(f"no record {record_id!r} in {results_dir}")
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as e:
-        raise CloudhpcError(f"record {path} is not valid JSON: {e.msg}") from None
+    return read_record(path)
 
 
 def filter_records(
@@ -163,13 +218,13 @@ def filter_records(
 ) -> list[dict[str, Any]]:
     out = []
     for r in records:
-        if app and not (r.get("app") == app or r.get("app", "").startswith(app + ".")):
+        if app and not (r["app"] == app or r["app"].startswith(app + ".")):
             continue
-        if env and r.get("env", {}).get("name") != env:
+        if env and (r.get("env") or {}).get("name") != env:
             continue
         if since:
             try:
-                started = dt.datetime.fromisoformat(r.get("started_at", ""))
+                started = dt.datetime.fromisoformat(r["started_at"])
             except ValueError:
                 continue
             if started.tzinfo is None:
@@ -191,6 +246,7 @@ CSV_COLUMNS = [
     "engine",
     "total_s",
     "verified",
+    "status",
     "host",
     "cpu_model",
     "mpi_library",
@@ -203,16 +259,17 @@ def flat_row(r: dict[str, Any]) -> dict[str, Any]:
         "id": r.get("id"),
         "started_at": r.get("started_at"),
         "app": r.get("app"),
-        "env": r.get("env", {}).get("name"),
+        "env": (r.get("env") or {}).get("name"),
         "launcher": r.get("launcher"),
         "nprocs": r.get("nprocs"),
         "layout": r.get("layout"),
         "engine": r.get("engine"),
-        "total_s": r.get("timings", {}).get("total_s"),
+        "total_s": (r.get("timings") or {}).get("total_s"),
         "verified": r.get("verified"),
-        "host": r.get("host", {}).get("hostname"),
-        "cpu_model": r.get("host", {}).get("cpu_model"),
-        "mpi_library": r.get("mpi", {}).get("library"),
+        "status": r.get("status", "ok"),
+        "host": (r.get("host") or {}).get("hostname"),
+        "cpu_model": (r.get("host") or {}).get("cpu_model"),
+        "mpi_library": (r.get("mpi") or {}).get("library"),
         "command_line": r.get("command_line"),
     }
     for k, v in (r.get("metrics") or {}).items():

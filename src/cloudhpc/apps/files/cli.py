@@ -5,20 +5,25 @@ shlex into argv and run without a shell, so no file name can inject a command; `
 argument is replaced by the input's path ({name}: its file name; {out}: DIR, for programs that
 write files of their own, as CAP3 does). For each input, DIR/<name>.stdout and DIR/<name>.stderr
 (of the last attempt), and DIR/summary.json with every item's exit code, attempts and seconds.
-Every file appears atomically (written to a temporary name in DIR, then os.replace). Items are
-handed out dynamically, a failed item is retried up to --retries times, and the command exits
-non-zero if any item still failed (the summary records all of them).
+Every file appears whole or not at all (atomic.py). summary.json is written last, and a run
+first removes the summary of an earlier run in DIR: a summary is there only when it describes the
+outputs beside it, and a run stopped half-way leaves none. Each program runs in a process group
+of its own, ended with everything in it when the item ends or times out. Items are handed out
+dynamically, a failed item is retried up to --retries times, and the command exits non-zero if
+any item still failed (the summary and the run's record name every one).
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shlex
 import shutil
 from typing import Any
 
 from ...errors import CloudhpcError
+from ...paths import check_input_file, check_output_dir
 
 HELP = "map-only: run a program once per input file (CAP3-style)"
 DESCRIPTION = (
@@ -102,10 +107,7 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> list[str]:
         raise CloudhpcError("no input files")
     names: dict[str, str] = {}
     for path in inputs:
-        if not os.path.isfile(path):
-            raise CloudhpcError(f"input file not found: {path}")
-        if not os.access(path, os.R_OK):
-            raise CloudhpcError(f"input file not readable: {path}")
+        check_input_file(path)
         name = os.path.basename(path)
         if name in names:
             raise CloudhpcError(f"two inputs share the name {name!r}: {names[name]} and {path}")
@@ -114,7 +116,8 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> list[str]:
         raise CloudhpcError(f"unknown schedule {params['schedule']!r}; use dynamic or static")
     if params.get("retries", 0) < 0:
         raise CloudhpcError("--retries must be >= 0")
-    out = params["out"]
-    if os.path.exists(out) and not os.path.isdir(out):
-        raise CloudhpcError(f"--out exists and is not a directory: {out}")
+    timeout = params.get("item_timeout")
+    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
+        raise CloudhpcError(f"--item-timeout must be a positive number of seconds, not {timeout}")
+    check_output_dir(params["out"], "--out")
     return argv

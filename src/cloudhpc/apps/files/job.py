@@ -9,6 +9,7 @@ from pathlib import Path
 from ...context import RunContext
 from ...engines import engine_for
 from ...models.map_only import map_only
+from ...paths import make_output_dir
 from ..arrays import write_atomic
 from .cli import validate
 from .runner import run_one
@@ -22,7 +23,9 @@ def main(ctx: RunContext) -> dict:
         argv = validate(p)
         out_dir = Path(p["out"])
         if ctx.is_root:
-            out_dir.mkdir(parents=True, exist_ok=True)
+            make_output_dir(out_dir, "--out")
+            # an earlier run's summary would describe outputs this run is about to replace
+            (out_dir / SUMMARY).unlink(missing_ok=True)
         engine = engine_for(ctx)
         engine.barrier()  # the directory exists before anyone writes into it
     inputs: list[str] = p["inputs"]
@@ -94,6 +97,9 @@ def main(ctx: RunContext) -> dict:
             "load_imbalance": max(busy) / mean_busy if mean_busy > 0 else 1.0,
         },
         "verified": verified,
+        "failed_items": [
+            {k: it[k] for k in ("input", "error", "exit_code", "attempts")} for it in failed
+        ],
         "outputs": [str(summary_path), str(out_dir)],  # per-item files are listed in the summary
         "report": "\n".join(lines),
     }

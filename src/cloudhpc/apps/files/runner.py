@@ -1,22 +1,21 @@
-"""One map task of `files`: run the program on one input, its outputs written atomically."""
+"""One map task of `files`: run the program on one input, its outputs written atomically.
+
+The program runs in a process group of its own (procs.run_group): when it ends or times out, the
+whole group is killed, so no child it started lives on. Its stdout and stderr go straight into
+unnamed files (atomic.atomic_file) that get their names only when the item is over: a run that is
+stopped half-way, even by SIGKILL, leaves no partial or hidden file in --out.
+"""
 
 from __future__ import annotations
 
 import os
 import re
-import subprocess
-import tempfile
 from pathlib import Path
 
+from ...atomic import atomic_file
 from ...models.map_only import ItemError
+from ...procs import run_group
 from .cli import PLACEHOLDER
-
-
-def _temp_in(directory: Path, name: str):
-    return tempfile.NamedTemporaryFile(
-        dir=directory, prefix=f".{name}.", suffix=".tmp", delete=False
-    )
-
 
 _FIELD = re.compile(r"\{input\}|\{name\}|\{out\}")
 
@@ -31,19 +30,18 @@ def run_one(argv_template: list[str], out_dir: Path, timeout: float | None, path
     name = os.path.basename(path)
     fields = {PLACEHOLDER: path, "{name}": name, "{out}": str(out_dir)}
     argv = [_expand(a, fields) for a in argv_template]
-    with _temp_in(out_dir, name + ".stdout") as fo, _temp_in(out_dir, name + ".stderr") as fe:
+    with (
+        atomic_file(out_dir / f"{name}.stdout") as fo,
+        atomic_file(out_dir / f"{name}.stderr") as fe,
+    ):
         try:
-            proc = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, stdout=fo, stderr=fe, timeout=timeout, check=False
-            )
-            code: int | None = proc.returncode
-            problem = f"exit code {code}" if code != 0 else None
-        except subprocess.TimeoutExpired:
-            code, problem = None, f"timed out after {timeout} s"
+            code = run_group(argv, stdout=fo, stderr=fe, timeout=timeout)
+            if code is None:
+                problem = f"timed out after {timeout:g} s"
+            else:
+                problem = f"exit code {code}" if code != 0 else None
         except OSError as e:  # vanished or not executable on this node
             code, problem = None, f"cannot start {argv[0]}: {e.strerror or e}"
-    os.replace(fo.name, out_dir / f"{name}.stdout")
-    os.replace(fe.name, out_dir / f"{name}.stderr")
     if problem is not None:
         raise ItemError(problem, exit_code=code)
     return {"exit_code": code}

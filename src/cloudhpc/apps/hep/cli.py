@@ -23,6 +23,8 @@ import numpy as np
 
 from ...errors import CloudhpcError
 from ...models.spill import parse_bytes
+from ...paths import check_output_dir, check_output_file
+from ..arrays import check_seed
 from . import readers as io
 
 HELP = "map-reduce: histogram HEP events from ROOT, Parquet or .npy files"
@@ -113,10 +115,11 @@ def validate(p: dict[str, Any], nprocs: int = 1) -> None:
     out = p["out"]
     if not out.endswith(".npz"):
         raise CloudhpcError(f"--out must name a .npz file: {out}")
-    if not os.path.isdir(os.path.dirname(out)):
-        raise CloudhpcError(f"--out directory does not exist: {os.path.dirname(out)}")
+    check_output_file(out, "--out")
     gen = p.get("generate")
     if gen:
+        check_output_dir(gen["dir"], "--generate directory")
+        check_seed(gen["seed"])
         if p["inputs"]:
             raise CloudhpcError("--generate writes its own inputs; give no INPUT files with it")
         if gen["events"] < 1 or gen["files"] < 1:
@@ -130,4 +133,5 @@ def validate(p: dict[str, Any], nprocs: int = 1) -> None:
         raise CloudhpcError("no input files (give INPUT files or --generate DIR)")
     else:
         for path in p["inputs"]:
+            io.check_file(path)
             io.kind_of(path)

@@ -12,6 +12,7 @@ from ...context import RunContext
 from ...engines import Engine, engine_for
 from ...errors import CloudhpcError
 from ...models.map_reduce import ShuffleStats, map_reduce
+from ...paths import make_output_dir
 from ..arrays import save_npz_atomic
 from . import readers as io
 from .cli import validate
@@ -21,7 +22,7 @@ from .reference import reference
 
 def _generate(engine: Engine, p: dict[str, Any]) -> list[str]:
     gen = p["generate"]
-    os.makedirs(gen["dir"], exist_ok=True)
+    make_output_dir(gen["dir"], "--generate directory")
     ext = {"root": ".root", "parquet": ".parquet", "npy": ".npy"}[gen["format"]]
     n, files = gen["events"], gen["files"]
     paths = [os.path.join(gen["dir"], f"events{i:04d}{ext}") for i in range(files)]

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ...atomic import atomic_path
 from ...errors import CloudhpcError
+from ...paths import check_input_file
 
 FORMATS = {".root": "root", ".parquet": "parquet", ".pq": "parquet", ".npy": "npy"}
 
@@ -42,11 +44,8 @@ def _unreadable(path: str, exc: BaseException) -> CloudhpcError:
     return CloudhpcError(f"cannot read {path}: {text}")
 
 
-def _check_file(path: str) -> None:
-    if not os.path.isfile(path):
-        raise CloudhpcError(f"input file not found: {path}")
-    if not os.access(path, os.R_OK):
-        raise CloudhpcError(f"input file not readable: {path}")
+def check_file(path: str) -> None:
+    check_input_file(path)
     if os.path.getsize(path) == 0:
         raise CloudhpcError(f"input file is empty: {path}")
 
@@ -75,7 +74,7 @@ def _root_tree(path: str, tree: str):
 def scan(path: str, tree: str, branches: list[str]) -> Source:
     """Check one input and count its events; a one-line CloudhpcError for anything wrong."""
     kind = kind_of(path)
-    _check_file(path)
+    check_file(path)
     if kind == "root":
         t = _root_tree(path, tree)
         known = set(t.keys())
@@ -216,14 +215,12 @@ def synthetic_events(n: int, seed: int, index: int) -> dict[str, np.ndarray]:
 
 
 def write_events(path: str, kind: str, events: dict[str, np.ndarray], tree: str) -> None:
-    """Write one file atomically: a temporary name in the same directory, then os.replace."""
-    directory, name = os.path.split(path)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp{os.path.splitext(name)[1]}")
-    try:
+    """Write one file whole or not at all (atomic.atomic_path: a hidden name, then rename)."""
+    with atomic_path(path) as tmp:
         if kind == "root":
             import uproot
 
-            with uproot.recreate(tmp) as f:
+            with uproot.recreate(str(tmp)) as f:
                 # mktree: a TTree (assigning a dict makes an RNTuple in recent uproot)
                 t = f.mktree(tree, {k: v.dtype for k, v in events.items()})
                 n = len(next(iter(events.values())))
@@ -234,7 +231,7 @@ def write_events(path: str, kind: str, events: dict[str, np.ndarray], tree: str)
             import pyarrow as pa
             import pyarrow.parquet as pq
 
-            pq.write_table(pa.table(events), tmp, row_group_size=1 << 18)
+            pq.write_table(pa.table(events), str(tmp), row_group_size=1 << 18)
         else:
             n = len(next(iter(events.values())))
             rec = np.empty(n, dtype=[(k, v.dtype) for k, v in events.items()])
@@ -242,7 +239,3 @@ def write_events(path: str, kind: str, events: dict[str, np.ndarray], tree: str)
                 rec[k] = v
             with open(tmp, "wb") as fh:
                 np.save(fh, rec)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

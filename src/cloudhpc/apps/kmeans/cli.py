@@ -18,7 +18,7 @@ import argparse
 from typing import Any
 
 from ...errors import CloudhpcError
-from ..arrays import check_output_path
+from ..arrays import check_output_path, check_seed
 from .inputs import check_inputs
 
 HELP = "k-means clustering (Lloyd): iterative map-reduce or hand-written MPI"
@@ -102,5 +102,6 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
             f"kmeans --model spmd is hand-written MPI: it runs on --engine mpi (or serial), "
             f"not {params['engine']}; use --model mapreduce on --engine {params['engine']}"
         )
+    check_seed(params.get("seed", 0))
     check_output_path(params.get("centers_out"), "--centers-out")
     check_inputs(params)

@@ -1,4 +1,4 @@
-"""Checks of k-means inputs that need only the .npy headers (light: no numba import).
+"""Checks of k-means inputs: the .npy headers and the values (light: no numba import).
 
 They run in the `cloudhpc run` process, so bad input fails before any rank starts, and again on
 every rank (all ranks read the same headers, so they agree and none waits in a collective).
@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import CloudhpcError
-from ..arrays import open_npy, require_2d
+from ..arrays import open_npy, require_2d, require_finite
 
 
 def open_points(path: str) -> np.ndarray:
@@ -41,12 +41,16 @@ def open_centers(path: str, k_expected: int | None, d: int, n_total: int) -> np.
 
 
 def check_inputs(params: dict[str, Any]) -> None:
-    """Shapes, dtypes and k against N, from the headers (or the --generate sizes) alone."""
+    """Shapes, dtypes and k against N from the headers (or the --generate sizes), and every
+    value finite (NaN or inf would make NaN centers)."""
     if params.get("points"):
-        n, d = open_points(params["points"]).shape
+        points = open_points(params["points"])
+        require_finite(points, "points", params["points"])
+        n, d = points.shape
     else:
         n, d = int(params["n"]), int(params["d"])
     if params.get("centers_in"):
-        open_centers(params["centers_in"], params.get("k"), d, n)
+        centers = open_centers(params["centers_in"], params.get("k"), d, n)
+        require_finite(centers, "centers", params["centers_in"])
     elif int(params["k"]) > n:
         raise CloudhpcError(f"--k {params['k']} is more than the {n} points")

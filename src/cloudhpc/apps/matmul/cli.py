@@ -18,7 +18,7 @@ import argparse
 from typing import Any
 
 from ...errors import CloudhpcError
-from ..arrays import check_output_path
+from ..arrays import check_output_path, check_seed
 from .inputs import open_inputs
 
 HELP = "matrix multiplication: Cannon's algorithm (MPI) or iterative map-reduce"
@@ -85,5 +85,7 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
             f"matmul --model spmd (Cannon's algorithm, the default) is MPI: it runs on --engine "
             f"mpi, not {engine}; use --model mapreduce on --engine {engine}"
         )
+    check_seed(params.get("seed", 0))
     check_output_path(params.get("out"), "--out")
-    open_inputs(params)  # headers only: shapes and dtypes fail here, before any rank starts
+    for source in open_inputs(params):  # shapes, dtypes and values fail here, before launch
+        source.require_finite()

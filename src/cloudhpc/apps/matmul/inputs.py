@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ...errors import CloudhpcError
-from ..arrays import generated_rows, open_npy, require_2d
+from ..arrays import generated_rows, open_npy, require_2d, require_finite
 
 STREAM_A, STREAM_B = 10, 11
 
@@ -24,16 +24,16 @@ class MatrixSource:
         array: np.ndarray | None = None,
         seed: int = 0,
         stream: int = 0,
-        path: tuple[str, str] | None = None,
     ) -> None:
         self.shape = shape
         self._array = array
         self._seed, self._stream = seed, stream
-        self._path = path  # (file, what) of a file-backed matrix
+        self.path: str | None = None  # the file it is read from (None: generated)
+        self.what = ""
 
     def __reduce__(self) -> tuple:
-        if self._path is not None:
-            return (MatrixSource.from_file, self._path)
+        if self.path is not None:
+            return (MatrixSource.from_file, (self.path, self.what))
         if self._array is not None:  # an in-memory matrix has no other recipe than its values
             return (MatrixSource, (self.shape, np.asarray(self._array)))
         return (MatrixSource, (self.shape, None, self._seed, self._stream))
@@ -46,7 +46,14 @@ class MatrixSource:
             raise CloudhpcError(
                 f"{what} file {path} is empty (shape {arr.shape[0]}x{arr.shape[1]})"
             )
-        return cls(arr.shape, array=arr, path=(path, what))
+        src = cls(arr.shape, array=arr)
+        src.path, src.what = path, what
+        return src
+
+    def require_finite(self) -> None:
+        """Every value of a file-backed matrix is finite (a generated one always is)."""
+        if self._array is not None and self.path is not None:
+            require_finite(self._array, self.what, self.path)
 
     @classmethod
     def generated(cls, size: int, seed: int, stream: int) -> MatrixSource:

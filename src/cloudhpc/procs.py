@@ -1,0 +1,207 @@
+"""Ending every process of a job, wherever it sits in the process tree.
+
+A job's processes do not share one process group: mpiexec runs in its own session, and Hydra
+starts each proxy and each rank in a session of its own; `files` starts each item in a group of
+its own (so an item timeout can end the item's children too). So a job is ended by identity, not
+by group:
+
+- every process whose environment holds the job's token (`CLOUDHPC_CONTROL_DIR=<this run's
+  control directory>`, unique per run and inherited by ranks and everything they start, even
+  after a parent dies and the child is re-parented), and
+- every descendant of the launcher found by walking the process table before it is killed (for
+  programs that clear their environment).
+
+mpiexec also gets a parent-death signal (Linux prctl PR_SET_PDEATHSIG), so even a SIGKILL of
+cloudhpc ends mpiexec, and Hydra then ends the ranks.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterable
+from typing import IO, Any
+
+PROC = "/proc"
+PR_SET_PDEATHSIG = 1
+
+
+def _read(path: str) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:  # gone, or another user's process
+        return None
+
+
+def parent_pids() -> dict[int, int]:
+    """pid -> parent pid for every process in the table (empty without /proc)."""
+    table = {}
+    try:
+        entries = os.listdir(PROC)
+    except OSError:
+        return table
+    for name in entries:
+        if not name.isdigit():
+            continue
+        stat = _read(f"{PROC}/{name}/stat")
+        if stat:
+            # "pid (comm) state ppid ...": comm may hold spaces and parentheses
+            fields = stat[stat.rfind(b")") + 2 :].split()
+            if len(fields) > 1:
+                table[int(name)] = int(fields[1])
+    return table
+
+
+def descendants(root: int, table: dict[int, int] | None = None) -> set[int]:
+    """Every process below `root` in the tree (not root itself)."""
+    table = parent_pids() if table is None else table
+    children: dict[int, list[int]] = {}
+    for pid, ppid in table.items():
+        children.setdefault(ppid, []).append(pid)
+    found: set[int] = set()
+    todo = list(children.get(root, []))
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo.extend(children.get(pid, []))
+    return found
+
+
+def tagged(token: str) -> set[int]:
+    """Processes whose environment holds the exact entry `token` ("NAME=value")."""
+    want = token.encode()
+    me = os.getpid()
+    found = set()
+    try:
+        entries = os.listdir(PROC)
+    except OSError:
+        return found
+    for name in entries:
+        if not name.isdigit() or int(name) == me:
+            continue
+        env = _read(f"{PROC}/{name}/environ")  # empty for zombies and kernel threads
+        if env and want in env.split(b"\0"):
+            found.add(int(name))
+    return found
+
+
+def _kill(pids: Iterable[int], sig: int = signal.SIGKILL) -> None:
+    for pid in pids:
+        if pid > 1 and pid != os.getpid():
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def kill_group(pgid: int, sig: int = signal.SIGKILL) -> None:
+    """Signal a whole process group; never this process's own group."""
+    if pgid > 1 and pgid != os.getpgrp():
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def end_tagged(token: str, extra: Iterable[int] = (), rounds: int = 50) -> int:
+    """SIGKILL every process carrying `token` (and `extra`), again until none is left: a process
+    that forked just before its signal leaves a tagged child for the next pass. Returns how many
+    processes were signalled."""
+    seen: set[int] = set()
+    pids = set(extra) | tagged(token)
+    for _ in range(rounds):
+        if not pids:
+            break
+        _kill(pids)
+        seen |= pids
+        time.sleep(0.005)
+        pids = tagged(token)
+    return len(seen)
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A preexec_fn that makes the child get SIGKILL when its parent dies (Linux), else None.
+
+    Set in the child between fork and exec; if the parent is already gone by then, the child
+    exits at once instead of running unsupervised.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
+
+
+def run_group(
+    argv: list[str],
+    *,
+    stdout: IO[Any] | int | None,
+    stderr: IO[Any] | int | None,
+    timeout: float | None = None,
+    env: dict[str, str] | None = None,
+) -> int | None:
+    """Run argv in a process group of its own; return its exit code, or None if it was stopped
+    after `timeout` seconds. When the program ends, times out, or this call is interrupted, the
+    whole group is killed: no child the program left behind (`bash -c "sleep 30; ..."`) lives on.
+
+    The leader is killed with its group *before* it is reaped (pidfd: Linux 5.3+), so the group
+    id cannot have been reused by an unrelated process.
+    """
+    proc = subprocess.Popen(
+        argv,
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        env=env,
+        process_group=0,
+        # no preexec_fn (such as die_with_parent): it makes Python fork() the whole rank instead
+        # of vfork(), 2 ms more per item; the run's token sweep ends items when a rank dies
+    )
+    timed_out = False
+    try:
+        timed_out = not _wait_unreaped(proc, timeout)
+    finally:
+        kill_group(proc.pid)  # the program's leftovers, or all of it on timeout / interrupt
+        code = proc.wait()
+    return None if timed_out else code
+
+
+def _wait_unreaped(proc: subprocess.Popen, timeout: float | None) -> bool:
+    """Wait until proc exits (left a zombie, not reaped); False if `timeout` passed first."""
+    try:
+        fd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd: wait and reap (group id reuse is then possible)
+        try:
+            proc.wait(timeout)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if poller.poll(None if left is None else int(left * 1000) + 1):
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+    finally:
+        os.close(fd)
