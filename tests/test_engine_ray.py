@@ -348,7 +348,8 @@ def test_without_ray_the_error_says_how_to_install(tmp_path):
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["kmeans", "--generate", "--k", "2", "--inject-failure", "1:0"], "applies to --engine ray"),
+        (["kmeans", "--generate", "--k", "2", "--inject-failure", "1:0"],
+         "applies to --engine ray"),
         (["kmeans", "--generate", "--k", "2", "--engine", "ray", "-n", "2",
           "--inject-failure", "1:2"], "worker must be 0..1"),
         (["kmeans", "--generate", "--k", "2", "--engine", "ray", "--inject-failure", "0:0"],

@@ -49,6 +49,7 @@ class _Worker:
     def __init__(self, index: int, preload: tuple[str, ...]) -> None:
         self.index = index
         self.states: dict[int, Any] = {}
+        self.fns: dict[int, Callable] = {}  # functions shipped once, called by number
         for name in preload:  # the app's job module (and its kernels), before any timing
             warm_up = getattr(importlib.import_module(name), "warm_up", None)
             if callable(warm_up):  # e.g. numba kernels' first call, as the job's own jit phase
@@ -63,8 +64,13 @@ class _Worker:
     def drop(self, key: int) -> None:
         self.states.pop(key, None)
 
-    def call(self, fn: Callable, key: int | None, die: bool, nout: int, *args: Any) -> Any:
-        """fn([state,] *args). nout 0: the value alone; else nout values and a status (None)."""
+    def install(self, number: int, fn: Callable) -> None:
+        self.fns[number] = fn
+
+    def call(self, number: int, key: int | None, die: bool, nout: int, *args: Any) -> Any:
+        """fns[number]([state,] *args). nout 0: the value alone; else nout values and a status
+        (None)."""
+        fn = self.fns[number]
         value = fn(*args) if key is None else fn(self.states[key], *args)
         if die:  # --inject-failure: the work is done, but the process dies before it returns
             os.kill(os.getpid(), signal.SIGKILL)
@@ -115,8 +121,12 @@ class RayEngine(DriverEngine):
         self._gen: list[int] = [0] * nworkers  # bumped when a partition's worker is replaced
         self._replacements = [0] * nworkers
         self._factories: dict[int, Ref] = {}
-        self._logs: dict[int, list[list[tuple[Ref, tuple]]]] = {}  # accumulating tasks
+        self._logs: dict[int, list[list[tuple[int, tuple]]]] = {}  # accumulating tasks
         self._next_key = 0
+        # task functions, shipped to every worker once and called by number: a call then carries
+        # only its small arguments (an ObjectRef argument costs a fetch and an unpickle per call)
+        self._fns: dict[int, Ref] = {}
+        self._fn_numbers: dict[int, tuple[Any, int]] = {}  # id(fn) -> (fn, number)
         self._temp_dir: str | None = None
         self._closed = False
         self._info: dict[str, Any] = {}
@@ -240,6 +250,7 @@ class RayEngine(DriverEngine):
                     actor.make_state.remote(key, factory, part, self._n)
                     for key, factory in self._factories.items()
                 ]
+                made += [actor.install.remote(n, fn) for n, fn in self._fns.items()]
                 self._get(made)
                 replay = [
                     actor.call.remote(fn, key, False, 0, *args)
@@ -263,7 +274,19 @@ class RayEngine(DriverEngine):
         except RayTaskError as e:
             raise _unwrap(e) from None
 
-    def _submit(self, part: int, fn: Ref, key: int | None, nout: int, args: tuple) -> Any:
+    def _ship(self, fn: Callable) -> int:
+        """The number under which every worker holds `fn` (installed on first use)."""
+        known = self._fn_numbers.get(id(fn))
+        if known is not None and known[0] is fn:
+            return known[1]
+        number = len(self._fns)
+        ref = ray.put(fn)
+        self._per_partition(lambda p: self._actors[p].install.remote(number, ref))
+        self._fns[number] = ref
+        self._fn_numbers[id(fn)] = (fn, number)  # holds fn, so its id is not reused
+        return number
+
+    def _submit(self, part: int, fn: int, key: int | None, nout: int, args: tuple) -> Any:
         die = self._die_flag(part)
         method = self._actors[part].call
         if nout:
@@ -296,19 +319,20 @@ class RayEngine(DriverEngine):
         done: list[Any] = [None] * len(pending)
         while pending:
             watch = {_status(refs): k for k, (_, refs) in pending.items()}
-            ready, _ = ray.wait(list(watch), num_returns=1, fetch_local=False)
-            k = watch[ready[0]]
-            gen, refs = pending.pop(k)
-            try:
-                self._get(ready[0])
-            except RayActorError:
-                p = parts[k]
-                if gen == self._gen[p]:
-                    self._replace(p)
-                self.rerun_tasks += 1
-                pending[k] = (self._gen[p], submit(k))
-                continue
-            done[k] = refs
+            ready, _ = ray.wait(list(watch), num_returns=len(watch), fetch_local=False)
+            for ref in ready:
+                k = watch[ref]
+                gen, refs = pending.pop(k)
+                try:
+                    self._get(ref)
+                except RayActorError:
+                    p = parts[k]
+                    if gen == self._gen[p]:
+                        self._replace(p)
+                    self.rerun_tasks += 1
+                    pending[k] = (self._gen[p], submit(k))
+                    continue
+                done[k] = refs
         return done
 
     # --- work --------------------------------------------------------------------------------
@@ -326,49 +350,56 @@ class RayEngine(DriverEngine):
             raise ValueError(f"unknown schedule {schedule!r}; use 'dynamic' or 'static'")
         if accumulate and state is None:
             raise ValueError("accumulating tasks need a state to accumulate into")
-        fn_ref = ray.put(fn)
+        fn_no = self._ship(fn)
         if schedule == "static":
             queues = [deque(static_block(n, p, self._n)) for p in range(self._n)]
         else:
             shared: deque[int] = deque(range(n))
             queues = [shared] * self._n
         results: list[tuple[int, Any] | None] = [None] * n
-        inflight: dict[Any, tuple[int, int, int]] = {}  # ref -> (partition, generation, item)
-        busy = [0] * self._n
+        # per worker, its calls in flight in submission order (an actor runs them in that order,
+        # so only the oldest needs watching)
+        inflight: list[deque[tuple[Any, int]]] = [deque() for _ in range(self._n)]
         done = 0
 
         def feed() -> None:
             for p in range(self._n):
                 # dynamic: one item at a time per worker (it asks again when done); static: the
                 # whole block is queued on its worker at once
-                while queues[p] and (schedule == "static" or busy[p] == 0):
+                while queues[p] and (schedule == "static" or not inflight[p]):
                     i = queues[p].popleft()
-                    ref = self._submit(p, fn_ref, state, 0, (i,))
+                    inflight[p].append((self._submit(p, fn_no, state, 0, (i,)), i))
                     if accumulate:
-                        self._logs[state][p].append((fn_ref, (i,)))
-                    inflight[ref] = (p, self._gen[p], i)
-                    busy[p] += 1
+                        self._logs[state][p].append((fn_no, (i,)))
 
-        feed()
-        while inflight:
-            ready, _ = ray.wait(list(inflight), num_returns=1)
-            p, gen, i = inflight.pop(ready[0])
-            busy[p] -= 1 if gen == self._gen[p] else 0
-            try:
-                value = self._get(ready[0])
-            except RayActorError:
-                if gen == self._gen[p]:
-                    self._replace(p)  # replays the partition's logged (accumulating) items
-                    busy[p] = 0
-                if not accumulate:
-                    queues[p].appendleft(i)  # in flight on the dead worker: run it again
-                    self.rerun_tasks += 1
-                    feed()
-                    continue
-                value = None  # replayed on the replacement, which holds its effect now
+        def finish(p: int, i: int, value: Any) -> None:
+            nonlocal done
             results[i] = (p, value)
             done += 1
             call_progress(progress, done, n)
+
+        feed()
+        while any(inflight):
+            heads = {calls[0][0]: p for p, calls in enumerate(inflight) if calls}
+            ready, _ = ray.wait(list(heads), num_returns=1)
+            p = heads[ready[0]]
+            ref, i = inflight[p].popleft()
+            try:
+                value = self._get(ref)
+            except RayActorError:
+                # the worker died in item i; its later calls never ran
+                lost = [i] + [j for _, j in inflight[p]]
+                inflight[p].clear()
+                self._replace(p)  # rebuilds its states, replays its logged (accumulating) items
+                if accumulate:  # the replayed items hold their effect on the replacement
+                    for j in lost:
+                        finish(p, j, None)
+                else:  # run them again, first
+                    queues[p].extendleft(reversed(lost))
+                    self.rerun_tasks += len(lost)
+                feed()
+                continue
+            finish(p, i, value)
             feed()
         return results  # type: ignore[return-value]
 
@@ -383,12 +414,12 @@ class RayEngine(DriverEngine):
     ) -> list[Any]:
         if returns < 1:
             raise ValueError("returns must be >= 1")
-        fn_ref = ray.put(fn)
+        fn_no = self._ship(fn)
         shared = tuple(a if isinstance(a, ray.ObjectRef) else ray.put(a) for a in args)
 
         def submit(p: int) -> list[Any]:
             extra = tuple(part_args[p]) if part_args is not None else ()
-            return self._submit(p, fn_ref, state, returns, shared + extra)
+            return self._submit(p, fn_no, state, returns, shared + extra)
 
         settled = self._per_partition(submit)
         return [refs[0] if returns == 1 else list(refs[:returns]) for refs in settled]

@@ -185,16 +185,15 @@ def _iterate_driver(
             key = engine.state(configure)  # each worker: configure(part, nparts), kept
     dynamic = np.asarray(initial)
     iteration, done = 0, False
+    reload_and_map = _ReloadAndMap(configure, map_fn, nparts)
+    parts = [[p] for p in range(nparts)]
     try:
         while iteration < max_iterations and not done:
             iteration += 1
             engine.begin_iteration()
             with timer.phase("compute"):
                 if reload_static:  # the Hadoop way: every map task loads its split again
-                    parts = [[p] for p in range(nparts)]
-                    partials = engine.each(
-                        _ReloadAndMap(configure, map_fn, nparts), args=(dynamic,), part_args=parts
-                    )
+                    partials = engine.each(reload_and_map, args=(dynamic,), part_args=parts)
                 else:
                     partials = engine.each(map_fn, state=key, args=(dynamic,))
             with timer.phase("communicate"):
