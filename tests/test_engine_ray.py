@@ -360,6 +360,8 @@ def test_without_ray_the_error_says_how_to_install(tmp_path):
          "runs on --engine mpi"),
         (["matmul", "--generate", "--engine", "ray"], "use --model mapreduce"),
         (["wave", "--engine", "ray"], "runs on --engine mpi or serial"),
+        (["kmeans", "--generate", "--k", "2", "--engine", "ray", "--launcher", "local"],
+         "not --launcher local"),
     ],
 )  # fmt: skip
 def test_ray_refusals_are_one_line(tmp_path, args, needle):

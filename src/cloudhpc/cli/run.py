@@ -121,6 +121,10 @@ def engine_options(args: argparse.Namespace) -> dict:
                 raise CloudhpcError(f"{flag} applies to --engine ray, not {args.engine}")
         return {}
     check_available("ray")
+    if args.launcher not in (None, "ray"):
+        raise CloudhpcError(
+            f"--engine ray starts one driver process (launcher ray), not --launcher {args.launcher}"
+        )
     options: dict = {}
     if ray_address is not None:
         if not ray_address.strip():

@@ -28,6 +28,7 @@ import signal
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
+from itertools import islice
 from typing import Any
 
 import numpy as np
@@ -42,6 +43,7 @@ from .driver import DriverEngine, Ref, static_block
 
 _UFUNCS = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum}
 MAX_REPLACEMENTS = 3  # per partition and job: a worker that keeps dying is not a lost machine
+_WINDOW = 64  # calls per worker watched at once (the oldest; an actor runs them in order)
 
 
 @ray.remote(max_restarts=0)  # the engine replaces lost workers itself, and counts them
@@ -67,9 +69,11 @@ class _Worker:
     def install(self, number: int, fn: Callable) -> None:
         self.fns[number] = fn
 
-    def call(self, number: int, key: int | None, die: bool, nout: int, *args: Any) -> Any:
-        """fns[number]([state,] *args). nout 0: the value alone; else nout values and a status
-        (None)."""
+    def call(self, how: tuple[int, int | None, bool, int], *args: Any) -> Any:
+        """fns[number]([state,] *args), how = (number, state key, die, nout). nout 0: the value
+        alone; else nout values and a status (None). The header is one argument: Ray serialises
+        each argument apart, and refs among `args` must stay top-level to be resolved."""
+        number, key, die, nout = how
         fn = self.fns[number]
         value = fn(*args) if key is None else fn(self.states[key], *args)
         if die:  # --inject-failure: the work is done, but the process dies before it returns
@@ -80,6 +84,10 @@ class _Worker:
         if len(values) != nout:
             raise ValueError(f"task returned {len(values)} values, expected {nout}")
         return (*values, None)
+
+    def call_packed(self, how: tuple[int, int | None, bool, int], args: tuple) -> Any:
+        """call() with every argument in one (a call whose arguments hold no refs)."""
+        return self.call(how, *args)
 
     def combine(self, op: str, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, None]:
         return _UFUNCS[op](a, b), None
@@ -253,7 +261,7 @@ class RayEngine(DriverEngine):
                 made += [actor.install.remote(n, fn) for n, fn in self._fns.items()]
                 self._get(made)
                 replay = [
-                    actor.call.remote(fn, key, False, 0, *args)
+                    actor.call.remote((fn, key, False, 0), *args)
                     for key, log in self._logs.items()
                     for fn, args in log[part]
                 ]
@@ -288,10 +296,12 @@ class RayEngine(DriverEngine):
 
     def _submit(self, part: int, fn: int, key: int | None, nout: int, args: tuple) -> Any:
         die = self._die_flag(part)
-        method = self._actors[part].call
+        how = (fn, key, die, nout)
+        packed = not any(isinstance(a, ray.ObjectRef) for a in args)  # refs must stay top-level
+        method = self._actors[part].call_packed if packed else self._actors[part].call
         if nout:
             method = method.options(num_returns=nout + 1)
-        return method.remote(fn, key, die, nout, *args)
+        return method.remote(how, args) if packed else method.remote(how, *args)
 
     # --- state -------------------------------------------------------------------------------
     def state(self, factory: Callable[[int, int], Any]) -> int:
@@ -380,26 +390,28 @@ class RayEngine(DriverEngine):
 
         feed()
         while any(inflight):
-            heads = {calls[0][0]: p for p, calls in enumerate(inflight) if calls}
-            ready, _ = ray.wait(list(heads), num_returns=1)
-            p = heads[ready[0]]
-            ref, i = inflight[p].popleft()
-            try:
-                value = self._get(ref)
-            except RayActorError:
-                # the worker died in item i; its later calls never ran
-                lost = [i] + [j for _, j in inflight[p]]
-                inflight[p].clear()
-                self._replace(p)  # rebuilds its states, replays its logged (accumulating) items
-                if accumulate:  # the replayed items hold their effect on the replacement
-                    for j in lost:
-                        finish(p, j, None)
-                else:  # run them again, first
-                    queues[p].extendleft(reversed(lost))
-                    self.rerun_tasks += len(lost)
-                feed()
-                continue
-            finish(p, i, value)
+            # wait for one call, then take every call already done (oldest first per worker)
+            window = [ref for calls in inflight for ref, _ in islice(calls, _WINDOW)]
+            ray.wait(window, num_returns=1)
+            ready = set(ray.wait(window, num_returns=len(window), timeout=0)[0])
+            for p, calls in enumerate(inflight):
+                while calls and calls[0][0] in ready:
+                    ref, i = calls.popleft()
+                    try:
+                        value = self._get(ref)
+                    except RayActorError:
+                        # the worker died in item i; its later calls never ran
+                        lost = [i] + [j for _, j in calls]
+                        calls.clear()
+                        self._replace(p)  # rebuilds its states, replays its logged items
+                        if accumulate:  # the replayed items hold their effect on the new worker
+                            for j in lost:
+                                finish(p, j, None)
+                        else:  # run them again, first
+                            queues[p].extendleft(reversed(lost))
+                            self.rerun_tasks += len(lost)
+                        break
+                    finish(p, i, value)
             feed()
         return results  # type: ignore[return-value]
 
