@@ -169,7 +169,8 @@ class RayEngine(DriverEngine):
             else:
                 engine._temp_dir = ray_cluster.start_private(job.nprocs * threads, env_vars)
             engine._info = {"cluster": address or "private", **ray_cluster.describe()}
-            engine._check_capacity(address)
+            if address:  # a private instance was sized for the job
+                engine._check_capacity(address)
             engine._actors = [engine._new_actor(p) for p in range(job.nprocs)]
             engine._pids = ray.get([a.ready.remote() for a in engine._actors])
         except BaseException:
@@ -177,7 +178,7 @@ class RayEngine(DriverEngine):
             raise
         return engine
 
-    def _check_capacity(self, address: str | None) -> None:
+    def _check_capacity(self, address: str) -> None:
         need = self._n * self._threads
         free = ray.available_resources().get("CPU", 0.0)
         if free < need:
