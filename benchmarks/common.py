@@ -14,7 +14,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-_RECORDS = tempfile.mkdtemp(prefix="cloudhpc-bench-records-")
+# the runs' own records are read back and summarised; the directory goes when the benchmark exits
+_RECORDS_DIR = tempfile.TemporaryDirectory(prefix="cloudhpc-bench-records-")
+_RECORDS = _RECORDS_DIR.name
 
 
 def run_record(app: str, *args: str, nprocs: int = 1, env: str = "native", engine: str = "mpi"):

@@ -119,7 +119,7 @@ def test_every_module_imports_alone():
     assert not failures, "\n".join(failures)
 
 
-@pytest.mark.parametrize("cli", ["files", "hep", "kmeans", "matmul", "wave"])
+@pytest.mark.parametrize("cli", ["files", "hep", "kmeans", "matmul", "swg", "wave"])
 def test_app_cli_modules_stay_light(cli):
     """Building `cloudhpc run`'s parser imports every app's cli module: no numba there."""
     import subprocess

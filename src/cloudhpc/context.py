@@ -7,6 +7,7 @@ started them. Rank 0's return value from ``main(ctx)`` becomes the result record
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from collections import defaultdict
@@ -22,6 +23,9 @@ from .job import Job
 CONTROL_PREFIX = "@@cloudhpc "
 # A directory the parent creates per run, where a failing rank also leaves its reason.
 CONTROL_DIR_VAR = "CLOUDHPC_CONTROL_DIR"
+# In the control directory: paths a rank asked the parent to remove when the run ends (temporary
+# outputs that ranks fill for a long time, which a killed job could not remove itself).
+TEMPORARIES = "temporaries"
 
 # Phase seconds timed by the tasks that ran in this process on a driver engine's worker (a task's
 # closure carries a copy of the RunContext; its `phase` adds here, and the engine collects them).
@@ -81,6 +85,11 @@ class RunContext:
         if self.rank == 0 and not self.remote:
             self._control({"say": text})
 
+    def temporary(self, path: str) -> None:
+        """Have the parent remove `path` when the run ends, however it ends (Ctrl-C, a crash,
+        SIGKILL of the ranks); a run that succeeds has renamed it by then. Any rank may call it."""
+        register_temporary(path)
+
     def fail(self, message: str) -> None:
         """Stop the run with one line naming the problem (raise on any rank)."""
         raise CloudhpcError(message)
@@ -88,3 +97,29 @@ class RunContext:
     def _control(self, msg: dict[str, Any]) -> None:
         sys.stdout.write(CONTROL_PREFIX + json.dumps(msg) + "\n")
         sys.stdout.flush()
+
+
+def register_temporary(path: str) -> None:
+    """See RunContext.temporary (no-op outside a run started by cloudhpc)."""
+    control_dir = os.environ.get(CONTROL_DIR_VAR)
+    if not control_dir:
+        return
+    with open(os.path.join(control_dir, TEMPORARIES), "a") as fh:
+        fh.write(os.path.abspath(path) + "\n")
+
+
+def remove_temporaries(control_dir: str) -> list[str]:
+    """Remove the paths ranks registered (those still there); returns the ones removed."""
+    try:
+        with open(os.path.join(control_dir, TEMPORARIES)) as fh:
+            paths = [line.rstrip("\n") for line in fh if line.strip()]
+    except OSError:
+        return []
+    removed = []
+    for path in paths:
+        try:
+            os.unlink(path)
+            removed.append(path)
+        except OSError:  # already renamed to its final name, or gone
+            pass
+    return removed

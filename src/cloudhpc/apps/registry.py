@@ -35,6 +35,7 @@ BUILTIN: dict[str, str] = {
     "hep": "cloudhpc.apps.hep.cli",
     "kmeans": "cloudhpc.apps.kmeans.cli",
     "matmul": "cloudhpc.apps.matmul.cli",
+    "swg": "cloudhpc.apps.swg.cli",
     "wave": "cloudhpc.apps.wave.cli",
 }
 

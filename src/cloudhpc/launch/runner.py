@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..context import CONTROL_DIR_VAR, CONTROL_PREFIX
+from ..context import CONTROL_DIR_VAR, CONTROL_PREFIX, remove_temporaries
 from ..errors import CloudhpcError, RunFailed
 from ..job import Job
 from ..procs import descendants, die_with_parent, end_tagged, kill_group
@@ -77,7 +77,10 @@ def run_plan(
 ) -> Outcome:
     """Run the plan to completion; never raises for a failed run (see Outcome)."""
     with tempfile.TemporaryDirectory(prefix="cloudhpc-run-") as control_dir:
-        outcome = _run(plan, monitor or Monitor(), timeout, control_dir)
+        try:
+            outcome = _run(plan, monitor or Monitor(), timeout, control_dir)
+        finally:  # also after Ctrl-C, SIGTERM, SIGHUP: the ranks are gone, their temporaries go
+            remove_temporaries(control_dir)
         if outcome.error is None and outcome.returncode != 0:
             outcome.error = _first_error_file(control_dir)
     return outcome
