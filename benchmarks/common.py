@@ -23,13 +23,38 @@ def run_record(app: str, *args: str, nprocs: int = 1, env: str = "native", engin
     """One run through the real CLI; its result record (dict). Exits with the error on failure."""
     cmd = [sys.executable, "-m", "cloudhpc", "run", app, *args, "--json", "--results", _RECORDS]
     cmd += ["--engine", engine, "--env", env]
-    if engine == "mpi":
+    if engine != "serial":  # mpi ranks, or ray worker actors
         cmd += ["-n", str(nprocs), "--oversubscribe"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"benchmark run failed: {shlex.join(cmd)}\n{r.stderr}")
     record = json.loads(r.stdout)
     record["_cmd"] = "cloudhpc " + shlex.join(cmd[3:])
+    return record
+
+
+def run_job(app: str, params: dict, *, nprocs: int = 1, engine: str = "mpi") -> dict:
+    """A job that is not a `cloudhpc run` app (apps.registry.MAINS, e.g. "bench.tasks"), through
+    the same launch path (launcher, worker, record); its record."""
+    import argparse
+
+    from cloudhpc.cli.common import execute
+    from cloudhpc.job import Job, Layout
+    from cloudhpc.launch import choose_launcher
+
+    job = Job(
+        app=app,
+        params=params,
+        nprocs=nprocs,
+        layout=Layout(1, nprocs, 1),
+        engine=engine,
+        launcher=choose_launcher(False, engine),
+        oversubscribe=True,
+        results_dir=_RECORDS,
+        command_line=f"{app} {json.dumps(params)} engine={engine} n={nprocs}",
+    )
+    record = execute(job, argparse.Namespace(dry_run=False, json=False))
+    record["_cmd"] = job.command_line
     return record
 
 

@@ -27,6 +27,10 @@ CONTROL_DIR_VAR = "CLOUDHPC_CONTROL_DIR"
 # outputs that ranks fill for a long time, which a killed job could not remove itself).
 TEMPORARIES = "temporaries"
 
+# Phase seconds timed by the tasks that ran in this process on a driver engine's worker (a task's
+# closure carries a copy of the RunContext; its `phase` adds here, and the engine collects them).
+WORKER_PHASES: dict[str, float] = defaultdict(float)
+
 
 class RunContext:
     def __init__(self, job: Job, comm: Any) -> None:
@@ -37,6 +41,21 @@ class RunContext:
         self.params: dict[str, Any] = dict(job.params)
         self.phases: dict[str, float] = defaultdict(float)
         self._last_progress = 0.0
+        self.engine: Any = None  # a driver engine the worker started for this job (ray), or None
+        self.remote = False  # a copy inside a driver engine's worker process (see __setstate__)
+
+    # A model's task closure may hold the context (to time phases inside the task). On a driver
+    # engine it travels to the workers: the copy has no communicator or engine, times into this
+    # process's WORKER_PHASES, and leaves progress and messages to the driver.
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.update(comm=None, engine=None, phases=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.phases = WORKER_PHASES
+        self.remote = True
 
     @property
     def is_root(self) -> bool:
@@ -53,7 +72,7 @@ class RunContext:
 
     def progress(self, done: int, total: int, label: str = "") -> None:
         """Advance the parent's progress bar (rank 0 only; rate-limited to 10 updates a second)."""
-        if self.rank != 0:
+        if self.rank != 0 or self.remote:
             return
         now = time.monotonic()
         if done < total and now - self._last_progress < 0.1:
@@ -63,7 +82,7 @@ class RunContext:
 
     def say(self, text: str) -> None:
         """A line for the user's terminal (rank 0 only)."""
-        if self.rank == 0:
+        if self.rank == 0 and not self.remote:
             self._control({"say": text})
 
     def temporary(self, path: str) -> None:

@@ -46,6 +46,8 @@ class Job:
     results_dir: str = "cloudhpc-results"
     command_line: str = ""
     timeout_s: float | None = None
+    # engine settings beyond the name (ray: ray_address, inject_failure = [iteration, worker])
+    engine_options: dict[str, Any] = field(default_factory=dict)
     # the emulated cluster the hosts belong to (cluster.Cluster.to_dict()), None elsewhere
     cluster: dict[str, Any] | None = None
 

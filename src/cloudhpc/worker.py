@@ -3,6 +3,11 @@
 Initialises MPI, runs the job's app between two barriers (the timed region of record), takes each
 phase's maximum over ranks, and has rank 0 send the result to the parent as a control line. Any
 rank that fails reports why on a control line and aborts the whole job, so nothing hangs.
+
+A driver engine (ray) is started here before the timed region (its start-up is reported as the
+phase `<engine>_start`, which `total_s` does not include) and stopped after it, on success and
+failure alike; the phases its workers timed join the ranks' (maximum over workers), and what the
+engine did (workers, restarts, rerun_tasks) goes to the record as `engine_info`.
 """
 
 from __future__ import annotations
@@ -56,35 +61,61 @@ def _fail(rank: int, kind: str, message: str, code: int) -> None:
     os._exit(code)
 
 
+def _stop_engine(ctx: RunContext) -> None:
+    """Stop a driver engine's workers and runtime; a failure to stop is reported, not raised."""
+    if ctx.engine is None:
+        return
+    try:
+        ctx.engine.close()
+    except Exception as e:
+        print(f"cloudhpc: warning: stopping engine {ctx.job.engine}: {e}", file=sys.stderr)
+
+
 def run(job: Job) -> None:
     from mpi4py import MPI
 
     comm = MPI.COMM_WORLD
     ctx = RunContext(job, comm)
     rank = ctx.rank
+    startup: dict[str, float] = {}
     try:
         from .apps.registry import resolve
+        from .engines.registry import start_engine
 
         app = resolve(job.app)
+        t_start = MPI.Wtime()
+        ctx.engine = start_engine(job)  # ray: a Ray instance and the job's worker actors
+        if ctx.engine is not None:
+            startup[f"{job.engine}_start"] = MPI.Wtime() - t_start
         comm.Barrier()
         t0 = MPI.Wtime()
         body = app(ctx)
         comm.Barrier()
         total = MPI.Wtime() - t0
     except CloudhpcError as e:
+        _stop_engine(ctx)
         _fail(rank, "usage", str(e), 2)
         return
     except BaseException as e:  # a crash: show this rank's traceback, then end every rank
         for line in traceback.format_exc().rstrip().splitlines():
             print(f"[rank {rank}] {line}", file=sys.stderr)
+        _stop_engine(ctx)
         _fail(rank, "crash", f"{type(e).__name__}: {e}", 1)
         return
+
+    engine_info = None
+    if ctx.engine is not None:
+        _stop_engine(ctx)
+        engine_info = ctx.engine.engine_info()
+        for name, seconds in ctx.engine.worker_phases().items():
+            ctx.phases[name] = max(ctx.phases.get(name, 0.0), seconds)
 
     # Ranks may time different phases (only rank 0 writes, say): take the union of the names.
     phase_names = sorted(set().union(*comm.allgather(list(ctx.phases))))
     phases = {}
     for name in phase_names:
         phases[name] = comm.allreduce(ctx.phases.get(name, 0.0), op=MPI.MAX)
+    phases.update(startup)
     total_max = comm.allreduce(total, op=MPI.MAX)
     nodes = comm.gather(MPI.Get_processor_name(), root=0)
     if rank == 0:
@@ -98,6 +129,7 @@ def run(job: Job) -> None:
             },
             "nodes": sorted(set(nodes)),
             "nprocs": comm.Get_size(),
+            "engine_info": engine_info,
         }
         _control({"result": result})
 

@@ -86,7 +86,11 @@ def command_line() -> str:
 
 
 def job_from_args(
-    args: argparse.Namespace, app: str, params: dict[str, Any], engine: str = "mpi"
+    args: argparse.Namespace,
+    app: str,
+    params: dict[str, Any],
+    engine: str = "mpi",
+    engine_options: dict[str, Any] | None = None,
 ) -> Job:
     """Validate the launch options and build the immutable Job."""
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
@@ -109,6 +113,10 @@ def job_from_args(
     get_environment(args.env)  # unknown names and bad arguments: one line
     hosts = read_hosts_file(args.hosts) if args.hosts else ()
     cluster = cluster_of_hosts_file(args.hosts, hosts) if hosts else None
+    if cluster is not None and engine != "mpi":
+        raise CloudhpcError(
+            f"the hosts of cluster {cluster['name']} run --engine mpi jobs, not {engine}"
+        )
     launcher = args.launcher or ("cluster" if cluster else choose_launcher(bool(hosts), engine))
     if launcher not in LAUNCHERS:
         raise CloudhpcError(f"unknown launcher {launcher!r}; known: {', '.join(sorted(LAUNCHERS))}")
@@ -131,6 +139,7 @@ def job_from_args(
         results_dir=args.results,
         command_line=command_line(),
         timeout_s=args.timeout,
+        engine_options=dict(engine_options or {}),
         cluster=cluster,
     )
 
@@ -185,6 +194,7 @@ def execute(
         timings=res.get("timings"),
         mpi=res.get("mpi"),
         nodes=res.get("nodes"),
+        engine_info=res.get("engine_info"),
     )
     code = int(exit_code(record)) if exit_code is not None else 0
     record["status"] = "ok" if code == 0 else "failed"

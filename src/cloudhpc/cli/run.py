@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from ..apps.registry import load_app, run_apps
 from ..engines import ENGINES
+from ..engines.registry import check_available
 from ..errors import CloudhpcError
 from .common import add_launch_options, execute, job_from_args, record_footer
 from .parser import add_subparser
@@ -27,8 +28,8 @@ def add_parser(subparsers) -> None:
         subparsers,
         "run",
         f"run an application ({', '.join(run_apps())})",
-        "Run a seed application on the mpi or serial engine, timed in phases, with its answer "
-        "checked against an independent reference on --check.",
+        "Run a seed application on the mpi, serial or ray engine, timed in phases, with its "
+        "answer checked against an independent reference on --check.",
     )
     sub = p.add_subparsers(dest="app", metavar="APP", required=True)
     for name in run_apps():
@@ -46,9 +47,23 @@ def add_parser(subparsers) -> None:
                 "--engine",
                 default="mpi",
                 choices=sorted(ENGINES),
-                help="where tasks execute: mpi (SPMD ranks) or serial (one process, the T(1) "
-                "baseline)",
+                help="where tasks execute: mpi (SPMD ranks), serial (one process, the T(1) "
+                "baseline) or ray (a driver and -n P worker actors that survive lost workers)",
             )
+        r.add_argument(
+            "--ray-address",
+            metavar="ADDR",
+            help="ray: join the running cluster at ADDR (host:port, or 'auto' for Ray's own "
+            "discovery: RAY_ADDRESS or a cluster on this machine); default: start a private "
+            "Ray instance on this machine for the run and stop it afterwards",
+        )
+        r.add_argument(
+            "--inject-failure",
+            metavar="ITER:WORKER",
+            help="ray, a test hook: kill worker WORKER's process (SIGKILL) when it finishes its "
+            "first task of iteration ITER (1-based; a map-only or map-reduce pass is one "
+            "iteration); the worker is replaced and its lost tasks re-run",
+        )
         if "--check" not in a._option_string_actions:
             r.add_argument(
                 "--check",
@@ -68,9 +83,11 @@ def handle(args: argparse.Namespace) -> int:
         raise CloudhpcError(
             f"{args.app} runs on --engine {' or '.join(engines)}, not {args.engine}"
         )
+    options = engine_options(args)
     params = module.params_from_args(args)
     params["check"] = bool(args.check)
-    job = job_from_args(args, args.app, params, engine=args.engine)
+    params["engine"] = args.engine  # so that the app's validate can refuse a model an engine lacks
+    job = job_from_args(args, args.app, params, engine=args.engine, engine_options=options)
     validate = getattr(module, "validate", None)
     if validate is not None:
         validate(params, job.nprocs)  # before any rank starts (the job checks again on its ranks)
@@ -94,15 +111,61 @@ def _exit_code_hook(module) -> Callable[[dict], int]:
     return lambda record: 1 if record.get("verified") is False else 0
 
 
+def engine_options(args: argparse.Namespace) -> dict:
+    """--ray-address and --inject-failure, checked; refused with engines they do not apply to."""
+    ray_address = getattr(args, "ray_address", None)
+    inject = getattr(args, "inject_failure", None)
+    if args.engine != "ray":
+        for flag, value in (("--ray-address", ray_address), ("--inject-failure", inject)):
+            if value is not None:
+                raise CloudhpcError(f"{flag} applies to --engine ray, not {args.engine}")
+        return {}
+    check_available("ray")
+    if args.launcher not in (None, "ray"):
+        raise CloudhpcError(
+            f"--engine ray starts one driver process (launcher ray), not --launcher {args.launcher}"
+        )
+    options: dict = {}
+    if ray_address is not None:
+        if not ray_address.strip():
+            raise CloudhpcError("--ray-address is empty (give host:port or auto)")
+        options["ray_address"] = ray_address.strip()
+    if inject is not None:
+        options["inject_failure"] = parse_injection(inject, args.np)
+    return options
+
+
+def parse_injection(text: str, nprocs: int | None) -> list[int]:
+    """'ITER:WORKER' -> [iteration >= 1, 0 <= worker < P]."""
+    try:
+        iteration, worker = (int(x) for x in text.split(":"))
+    except ValueError:
+        raise CloudhpcError(f"--inject-failure {text!r}: expected ITER:WORKER, e.g. 2:1") from None
+    workers = nprocs or 1
+    if iteration < 1:
+        raise CloudhpcError(f"--inject-failure {text!r}: iterations count from 1")
+    if not 0 <= worker < workers:
+        raise CloudhpcError(
+            f"--inject-failure {text!r}: worker must be 0..{workers - 1} (-n {workers})"
+        )
+    return [iteration, worker]
+
+
 def _print_timings(record: dict) -> None:
     t = record.get("timings") or {}
     phases = t.get("phases") or {}
     parts = [f"{k} {v:.3f}s" for k, v in phases.items()]
     if "total_s" in t:
         parts.insert(0, f"total {t['total_s']:.3f}s")
-    if parts:
-        err.print(
-            f"{record.get('nprocs', '?')} ranks, engine {record.get('engine')}: "
-            + ", ".join(parts),
-            highlight=False,
-        )
+    if not parts:
+        return
+    engine = record.get("engine")
+    unit = "workers" if engine == "ray" else "ranks"
+    info = record.get("engine_info") or {}
+    faults = ""
+    if info.get("restarts"):
+        faults = f" ({info['restarts']} worker restarts, {info.get('rerun_tasks', 0)} tasks re-run)"
+    err.print(
+        f"{record.get('nprocs', '?')} {unit}, engine {engine}{faults}: " + ", ".join(parts),
+        highlight=False,
+    )

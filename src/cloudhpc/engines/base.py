@@ -1,9 +1,22 @@
 """The engine interface: the few operations the programming models need from a parallel runtime.
 
-Models (map-only, map-reduce, iterative map-reduce) are written against :class:`Engine` only, so
-they never know whether MPI ranks, a single process or (later) Ray actors execute them. Every
-worker runs the same model code (SPMD); the engine supplies its place (`rank`, `size`), collective
-operations on NumPy arrays, small control messages, and dynamic scheduling of item indices.
+Models (map-only, map-reduce, iterative map-reduce) are written against the engine interface only,
+so they never know whether MPI ranks, a single process or Ray actors execute them. There are two
+families of engines, because the runtimes have two shapes:
+
+- SPMD engines (:class:`Engine` with `spmd = True`: mpi, serial). Every worker runs the app and the
+  model code; the engine supplies its place (`rank`, `size`), collective operations on NumPy
+  arrays, small control messages, and dynamic scheduling of item indices. A worker that dies
+  takes the job with it (a collective with a dead participant cannot complete).
+- Driver engines (`spmd = False`, engines/driver.py: ray). One driver process runs the app and
+  the model code as rank 0 of 1 (so the collectives above are the identity there, as on serial),
+  and the model hands its work to `workers` long-running worker processes through the small task
+  vocabulary of :class:`~cloudhpc.engines.driver.DriverEngine` (per-partition state, item tasks,
+  per-partition calls, reductions in the workers). Because the driver holds the whole plan, a
+  lost worker can be replaced and its share of the work re-run.
+
+Each model implements its execution unit (Table 12.2) once per family, against these interfaces:
+nothing in them is specific to an app.
 
 Array collectives take and return NumPy arrays; the object methods are for small control data
 (a few numbers, per-item status), never for bulk data.
@@ -27,12 +40,22 @@ class Engine(ABC):
     """Where the tasks of a model execute. Subclasses register under `name` (see registry.py)."""
 
     name: ClassVar[str]
+    #: every worker runs the model (collectives); False for driver engines (engines/driver.py)
+    spmd: ClassVar[bool] = True
+    #: started once per job by the worker, before the timed region (registry.start_engine)
+    needs_start: ClassVar[bool] = False
     rank: int
     size: int
 
     @property
     def is_root(self) -> bool:
         return self.rank == 0
+
+    @property
+    def workers(self) -> int:
+        """How many workers (partitions of the static data, map task slots) run the model's work:
+        the ranks of an SPMD engine; the worker processes of a driver engine."""
+        return self.size
 
     # --- array collectives (the hot paths) ---------------------------------------------------
     @abstractmethod

@@ -1,17 +1,30 @@
-"""Engine name -> class; `engine_for(ctx)` builds the engine a job asked for (`--engine`)."""
+"""Engine name -> class; `engine_for(ctx)` gives the engine a job asked for (`--engine`).
+
+SPMD engines (mpi, serial) are built on the job's communicator wherever a model asks for them.
+Driver engines (ray) have a start-up of their own (a Ray instance, worker actors): the worker
+starts them once per job, before the timed region (`start_engine`), and `engine_for` hands out
+that one instance.
+"""
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 from ..errors import CloudhpcError
 from .base import Engine
 
-# Strings, so that choosing the serial engine never imports mpi4py.
+# Strings, so that choosing the serial engine never imports mpi4py (nor ray).
 ENGINES: dict[str, str] = {
     "mpi": "cloudhpc.engines.mpi:MPIEngine",
     "serial": "cloudhpc.engines.serial:SerialEngine",
+    "ray": "cloudhpc.engines.ray_engine:RayEngine",
+}
+
+# engine -> (the module it needs, how to install it): checked before launch, without importing
+REQUIRES: dict[str, tuple[str, str]] = {
+    "ray": ("ray", "pip install 'cloudhpc[ray]'"),
 }
 
 
@@ -20,18 +33,53 @@ def register(name: str, target: str) -> None:
     ENGINES[name] = target
 
 
-def get_engine(name: str, comm: Any = None) -> Engine:
+def check_available(name: str) -> None:
+    """One line saying how to install what engine `name` needs, if it is missing."""
+    if name not in REQUIRES:
+        return
+    module, hint = REQUIRES[name]
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        raise CloudhpcError(
+            f"--engine {name} needs {module}, an optional extra: {hint} (or pip install {module})"
+        )
+
+
+def _engine_class(name: str) -> type[Engine]:
     try:
         module, cls = ENGINES[name].split(":")
     except KeyError:
         raise CloudhpcError(
             f"unknown engine {name!r}; known: {', '.join(sorted(ENGINES))}"
         ) from None
-    return getattr(importlib.import_module(module), cls)(comm)
+    check_available(name)
+    return getattr(importlib.import_module(module), cls)
+
+
+def get_engine(name: str, comm: Any = None) -> Engine:
+    cls = _engine_class(name)
+    if getattr(cls, "needs_start", False):
+        raise CloudhpcError(f"engine {name!r} is started once per job (start_engine), not here")
+    return cls(comm)
+
+
+def start_engine(job: Any) -> Engine | None:
+    """The job's driver engine, started (outside the timed region); None for SPMD engines."""
+    cls = _engine_class(getattr(job, "engine", "mpi"))
+    if not getattr(cls, "needs_start", False):
+        return None
+    return cls.start(job)
 
 
 def engine_for(ctx: Any) -> Engine:
-    """The engine named by the job (ctx.job.engine), on the job's communicator (ctx.comm)."""
+    """The engine named by the job (ctx.job.engine): the job's started driver engine, or an SPMD
+    engine on the job's communicator (ctx.comm)."""
+    started = getattr(ctx, "engine", None)
+    if started is not None:
+        return started
     name = getattr(ctx.job, "engine", "mpi")
     if name == "serial" and ctx.size > 1:
         raise CloudhpcError(f"engine 'serial' runs in one process, but the job has {ctx.size}")

@@ -6,9 +6,17 @@ from .direct import DirectLauncher
 from .hosts import HostsLauncher
 from .local import LocalLauncher
 from .plan import LaunchPlan
+from .ray import RayLauncher
 from .slurm import SlurmLauncher
 
-for _cls in (LocalLauncher, HostsLauncher, ClusterLauncher, SlurmLauncher, DirectLauncher):
+for _cls in (
+    LocalLauncher,
+    HostsLauncher,
+    ClusterLauncher,
+    SlurmLauncher,
+    DirectLauncher,
+    RayLauncher,
+):
     register_launcher(_cls())
 
 __all__ = [

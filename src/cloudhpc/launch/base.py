@@ -83,6 +83,8 @@ def choose_launcher(has_hosts: bool, engine: str) -> str:
     """The launcher a user means when they name none."""
     if engine == "serial":
         return "direct"
+    if engine == "ray":
+        return "ray"  # one driver process; Ray starts the workers
     if has_hosts:
         return "hosts"
     if os.environ.get("SLURM_JOB_ID"):

@@ -9,8 +9,20 @@ Two ways to reduce (`collective`):
 - "allreduce" (default): one Allreduce; every worker runs `combine` on identical input, so the
   next dynamic data is already everywhere (the convergence vote is agreed with a 1-int Allreduce).
 - "reduce-bcast": CGL-MapReduce's shape: Reduce to the root, combine there, Bcast the result.
+`op="concat"` reduces by concatenating the partials along axis 0 in partition order (a gather:
+partials may differ in length), always in the reduce-bcast shape; matmul's reduce assembles a row
+block of C this way.
 `reload_static=True` calls `configure` again every iteration and drops the data after use: the
 Hadoop way, kept for measuring what caching static data saves.
+
+On a driver engine (ray) the driver runs the loop: the static data is a per-partition state on the
+workers (long-running map tasks, `configure(part, nparts)` called there), the dynamic data is
+broadcast through the object store each iteration, the partials are reduced by the workers in a
+fixed tree (only the reduced array reaches the driver), and `combine` runs on the driver. A
+worker lost during an iteration is replaced: its static data is loaded again from the source by
+`configure`, and its map task of that iteration runs again. So `configure` must build partition
+`part` of `nparts` from the source, not hand out data the calling process happens to hold; data
+a worker already loaded can be passed in a `ProcessLocal`, which never leaves its process.
 
 Example (the mean of distributed data by fixed-point iteration; any engine)::
 
@@ -40,8 +52,21 @@ from typing import Any
 
 import numpy as np
 
-from ..engines.base import Engine
+from ..engines.base import Engine, check_op
 from ._timing import PhaseTimer, timer_or_null
+
+
+class ProcessLocal:
+    """A value for this process only: pickled (sent to another process) it arrives as None.
+
+    For configure functions that reuse what the calling SPMD rank has already loaded, without
+    shipping it to a driver engine's workers, which load their own partitions."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __reduce__(self) -> tuple:
+        return (ProcessLocal, (None,))
 
 
 @dataclass
@@ -61,7 +86,7 @@ def iterative_map_reduce(
     max_iterations: int,
     converged: Callable[[np.ndarray, np.ndarray, int], bool] | None = None,
     op: str = "sum",
-    collective: str = "allreduce",
+    collective: str | None = None,
     reload_static: bool = False,
     timer: PhaseTimer | None = None,
     on_iteration: Callable[[int, np.ndarray], None] | None = None,
@@ -71,14 +96,27 @@ def iterative_map_reduce(
     configure(part, nparts) -> this map task's static data (called once, or every iteration with
     `reload_static`). map_fn(static, dynamic) -> partial result, a NumPy array of the same shape
     and dtype on every worker. The partials are reduced element-wise with `op` ("sum", "prod",
-    "min", "max"). combine(reduced, dynamic) -> next dynamic data. converged(old, new, iteration)
-    -> stop? `initial` matters on the root only (it is broadcast).
+    "min", "max"), or concatenated with "concat". combine(reduced, dynamic) -> next dynamic data.
+    converged(old, new, iteration) -> stop? `initial` matters on the root only (it is broadcast).
+    `collective`: "allreduce" (default for element-wise ops) or "reduce-bcast".
     """
+    if op == "concat":
+        if collective not in (None, "reduce-bcast"):
+            raise ValueError("op 'concat' gathers to the root: use collective 'reduce-bcast'")
+        collective = "reduce-bcast"
+    else:
+        check_op(op)
+    collective = collective or "allreduce"
     if collective not in ("allreduce", "reduce-bcast"):
         raise ValueError(f"unknown collective {collective!r}; use 'allreduce' or 'reduce-bcast'")
     if max_iterations < 0:
         raise ValueError("max_iterations must be >= 0")
     timer = timer_or_null(timer)
+    if not engine.spmd:
+        return _iterate_driver(
+            engine, configure, map_fn, combine, initial, max_iterations, converged, op,
+            reload_static, timer, on_iteration,
+        )  # fmt: skip
     static = None
     if not reload_static:
         with timer.phase("load"):
@@ -108,7 +146,10 @@ def iterative_map_reduce(
                     done = bool(engine.allreduce(np.array([vote], dtype=np.int64), "max")[0])
         else:
             with timer.phase("communicate"):
-                reduced = engine.reduce(partial, op)
+                if op == "concat":
+                    reduced = engine.gatherv(partial)
+                else:
+                    reduced = engine.reduce(partial, op)
             new, vote = None, False
             if engine.is_root:
                 with timer.phase("compute"):
@@ -121,3 +162,64 @@ def iterative_map_reduce(
         if on_iteration is not None:
             on_iteration(iteration, dynamic)
     return IterativeResult(dynamic=dynamic, iterations=iteration, converged=done)
+
+
+def _iterate_driver(
+    engine: Any,
+    configure: Callable[[int, int], Any],
+    map_fn: Callable[[Any, np.ndarray], np.ndarray],
+    combine: Callable[[np.ndarray, np.ndarray], np.ndarray],
+    initial: np.ndarray | None,
+    max_iterations: int,
+    converged: Callable[[np.ndarray, np.ndarray, int], bool] | None,
+    op: str,
+    reload_static: bool,
+    timer: PhaseTimer,
+    on_iteration: Callable[[int, np.ndarray], None] | None,
+) -> IterativeResult:
+    """The driver's side: static data cached in the workers, dynamic data broadcast."""
+    nparts = engine.workers
+    key = None
+    if not reload_static:
+        with timer.phase("load"):
+            key = engine.state(configure)  # each worker: configure(part, nparts), kept
+    dynamic = np.asarray(initial)
+    iteration, done = 0, False
+    reload_and_map = _ReloadAndMap(configure, map_fn, nparts)
+    parts = [[p] for p in range(nparts)]
+    try:
+        while iteration < max_iterations and not done:
+            iteration += 1
+            engine.begin_iteration()
+            with timer.phase("compute"):
+                if reload_static:  # the Hadoop way: every map task loads its split again
+                    partials = engine.each(reload_and_map, args=(dynamic,), part_args=parts)
+                else:
+                    partials = engine.each(map_fn, state=key, args=(dynamic,))
+            with timer.phase("communicate"):
+                if op == "concat":
+                    reduced = np.concatenate(engine.fetch(partials), axis=0)
+                else:
+                    reduced = engine.reduce(partials, op)
+            with timer.phase("compute"):
+                new = np.asarray(combine(reduced, dynamic))
+                done = converged is not None and bool(converged(dynamic, new, iteration))
+            dynamic = new
+            if on_iteration is not None:
+                on_iteration(iteration, dynamic)
+    finally:
+        if key is not None:
+            engine.drop(key)
+    return IterativeResult(dynamic=dynamic, iterations=iteration, converged=done)
+
+
+@dataclass
+class _ReloadAndMap:
+    """A map task that loads its partition first (reload_static on a driver engine)."""
+
+    configure: Callable[[int, int], Any]
+    map_fn: Callable[[Any, np.ndarray], np.ndarray]
+    nparts: int
+
+    def __call__(self, dynamic: np.ndarray, part: int) -> np.ndarray:
+        return np.ascontiguousarray(self.map_fn(self.configure(part, self.nparts), dynamic))

@@ -4,6 +4,11 @@ Items are handed out dynamically (items differ in cost, as CAP3's files do); a f
 retried up to `retries` more times on the worker that ran it; a failure is recorded per item and
 never stops the other items.
 
+On an SPMD engine every worker runs this function and takes items from `dynamic_range`; on a
+driver engine (ray) the driver runs it and the items run as tasks on the workers
+(`map_items`): an item that was running on a worker that died runs again on its replacement, so
+an item's program may run more than once and must write its outputs whole (as files does).
+
 Example (any engine; the same code runs on `serial` and on every MPI rank)::
 
     from cloudhpc.engines import get_engine
@@ -94,6 +99,8 @@ def map_only(
         raise ValueError("retries must be >= 0")
     timer = timer_or_null(timer)
     n = len(items)
+    if not engine.spmd:
+        return _map_only_driver(engine, fn, items, retries, schedule, timer, progress)
     if schedule == "dynamic":
         indices: Iterable[int] = engine.dynamic_range(n, progress)
     elif schedule == "static":
@@ -110,3 +117,25 @@ def map_only(
     if per_worker is None:
         return None
     return sorted((o for part in per_worker for o in part), key=lambda o: o.index)
+
+
+def _map_only_driver(
+    engine: Any,
+    fn: Callable[[Any], Any],
+    items: Sequence[Any],
+    retries: int,
+    schedule: str,
+    timer: PhaseTimer,
+    progress: Progress | None,
+) -> list[ItemOutcome]:
+    """The driver's side: every item a task on the workers, outcomes back in item order."""
+    engine.begin_iteration()
+
+    def task(i: int) -> ItemOutcome:
+        return run_item(fn, items[i], i, retries, -1)
+
+    with timer.phase("compute"):
+        done = engine.map_items(task, len(items), schedule=schedule, progress=progress)
+    for worker, outcome in done:
+        outcome.worker = worker
+    return [outcome for _, outcome in done]

@@ -9,6 +9,13 @@ spills sorted runs to local disk, merges them back and shuffles in rounds (spill
 side keeps its partition in memory; with a combiner it folds what it has after every round, so it
 holds at most one row per distinct key (plus one round's rows).
 
+On a driver engine (ray) the driver runs this function and the work runs on the workers: each
+worker keeps a map-side buffer (the same SpillBuffer, a per-partition state), the map tasks add to
+the buffer of whichever worker runs them, each worker then splits its buffer by destination into
+pieces that stay in the object store, and worker d folds the pieces for partition d from every
+worker. A worker lost before its pieces are made is replaced and its map tasks re-run (its
+buffer is rebuilt); pieces already made are owned by the driver and survive their maker.
+
 Example (word count; the same code on `serial` and on every MPI rank)::
 
     import zlib
@@ -87,6 +94,9 @@ def map_reduce(
     reducer = resolve(reducer)
     combiner = resolve(combiner) if combiner is not None else None
     partitioner = partitioner or hash_partition
+    if not engine.spmd:
+        plan = _Plan(items, mapper, reducer, combiner, partitioner, memory_budget, spill_dir)
+        return _map_reduce_driver(engine, plan, schedule, timer, map_phase, stats)
     if schedule == "dynamic":
         indices = engine.dynamic_range(len(items))
     elif schedule == "static":
@@ -118,6 +128,16 @@ def map_reduce(
     return KeyValues(keys[order], values[order])
 
 
+def _check_kinds(seen: list[Any]) -> tuple[np.dtype, tuple[int, ...]]:
+    """The one (dtype, row shape) every map task emitted (float64 scalars when none emitted)."""
+    kinds = {s for s in seen if s is not None}
+    if len(kinds) > 1:
+        raise ValueError(
+            f"map tasks emitted values of different types/shapes: {sorted(map(str, kinds))}"
+        )
+    return kinds.pop() if kinds else (np.dtype(np.float64), ())
+
+
 def _agree_row_dtype(engine: Engine, buffer: SpillBuffer) -> np.dtype:
     """The packed (key, value) row type; a worker whose maps emitted nothing learns it here."""
     sample = buffer.sample_values()
@@ -125,14 +145,13 @@ def _agree_row_dtype(engine: Engine, buffer: SpillBuffer) -> np.dtype:
     seen = engine.gather_objects(mine)
     agreed = None
     if seen is not None:
-        kinds = {s for s in seen if s is not None}
-        if len(kinds) > 1:
-            agreed = ("error", sorted(map(str, kinds)))
-        else:
-            agreed = kinds.pop() if kinds else (np.dtype(np.float64), ())
+        try:
+            agreed = _check_kinds(seen)
+        except ValueError as e:
+            agreed = ("error", str(e))
     agreed = engine.bcast_object(agreed)
     if agreed[0] == "error":
-        raise ValueError(f"map tasks emitted values of different types/shapes: {agreed[1]}")
+        raise ValueError(agreed[1])
     return np.dtype([("k", "<i8"), ("v", agreed[0], tuple(agreed[1]))])
 
 
@@ -181,3 +200,107 @@ def _shuffle(
     if not received:
         return KeyValues(np.zeros(0, np.int64), np.zeros((0, *value_shape), value_dtype))
     return concat(received)
+
+
+# --- on a driver engine ----------------------------------------------------------------------
+@dataclass
+class _MapSide:
+    """A worker's map side: its buffer and the pairs its map tasks emitted (before combining)."""
+
+    buffer: SpillBuffer
+    emitted: int = 0
+
+
+@dataclass
+class _Plan:
+    """What the workers' tasks need (shipped to them once)."""
+
+    items: Sequence[Any]
+    mapper: Mapper
+    reducer: Reducer
+    combiner: Reducer | None
+    partitioner: Partitioner
+    memory_budget: int | None
+    spill_dir: str | None
+
+    def new_buffer(self, part: int, nparts: int) -> _MapSide:
+        return _MapSide(SpillBuffer(self.memory_budget, self.combiner, self.spill_dir))
+
+    def map_into(self, side: _MapSide, i: int) -> None:
+        kv = as_kv(*self.mapper(self.items[i]))
+        side.emitted += len(kv)
+        side.buffer.add(kv)
+
+    def split(self, side: _MapSide, nparts: int) -> tuple[Any, ...]:
+        """The buffer's pairs cut by destination: nparts pieces (None for none) and a summary
+        (emitted value kind, pairs and spill counts); the buffer is spent."""
+        buffer = side.buffer
+        per: list[list[KeyValues]] = [[] for _ in range(nparts)]
+        sample = buffer.sample_values()
+        kind = None if sample is None else (sample.dtype, sample.shape[1:])
+        sent = 0
+        for block in buffer.blocks():
+            dest = self.partitioner(block.keys, nparts)
+            order = np.argsort(dest.astype(np.int16) if nparts < 2**15 else dest, kind="stable")
+            bounds = np.concatenate(([0], np.cumsum(np.bincount(dest, minlength=nparts))))
+            keys, values = block.keys[order], block.values[order]
+            for d in range(nparts):
+                if bounds[d + 1] > bounds[d]:
+                    per[d].append(
+                        KeyValues(
+                            keys[bounds[d] : bounds[d + 1]], values[bounds[d] : bounds[d + 1]]
+                        )
+                    )
+            sent += len(block)
+        summary = {
+            "kind": kind,
+            "sent": sent,
+            "spilled": buffer.spilled_bytes,
+            "runs": len(buffer.runs),
+            "emitted": side.emitted,
+        }
+        buffer.close()
+        return (*[concat(p) if p else None for p in per], summary)
+
+    def fold(self, kind: tuple[np.dtype, tuple[int, ...]], *pieces: KeyValues | None) -> KeyValues:
+        parts = [p for p in pieces if p is not None and len(p)]
+        if not parts:
+            return KeyValues(np.zeros(0, np.int64), np.zeros((0, *kind[1]), kind[0]))
+        return fold(concat(parts), self.reducer)
+
+
+def _map_reduce_driver(
+    engine: Any,
+    plan: _Plan,
+    schedule: str,
+    timer: PhaseTimer,
+    map_phase: str | None,
+    stats: ShuffleStats,
+) -> KeyValues:
+    """The driver's side; the whole result comes back here (there is no other caller)."""
+    nparts = engine.workers
+    engine.begin_iteration()
+    key = engine.state(plan.new_buffer)
+    try:
+        with timer.phase(map_phase) if map_phase else nullcontext():
+            engine.map_items(
+                plan.map_into, len(plan.items), state=key, accumulate=True, schedule=schedule
+            )
+        with timer.phase("compute"):
+            pieces = engine.each(plan.split, state=key, args=(nparts,), returns=nparts + 1)
+            summaries = engine.fetch([p[nparts] for p in pieces])
+    finally:
+        engine.drop(key)
+    kind = _check_kinds([s["kind"] for s in summaries])
+    stats.pairs_sent += sum(s["sent"] for s in summaries)
+    stats.pairs_emitted += sum(s["emitted"] for s in summaries)
+    stats.spilled_bytes += sum(s["spilled"] for s in summaries)
+    stats.runs += sum(s["runs"] for s in summaries)
+    stats.rounds += 1
+    with timer.phase("communicate"):
+        inbox = [[pieces[s][d] for s in range(nparts)] for d in range(nparts)]
+        folded = engine.fetch(engine.each(plan.fold, args=(kind,), part_args=inbox))
+    keys = np.concatenate([kv.keys for kv in folded])
+    values = np.concatenate([kv.values for kv in folded])
+    order = np.argsort(keys, kind="stable")
+    return KeyValues(keys[order], values[order])

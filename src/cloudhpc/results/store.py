@@ -46,6 +46,7 @@ def make_record(
     timings: dict[str, Any] | None = None,
     mpi: dict[str, Any] | None = None,
     nodes: list[str] | None = None,
+    engine_info: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A complete record: provenance from the job and this host, results from the app's body."""
     started = started or now_utc()
@@ -75,6 +76,8 @@ def make_record(
         "layout": str(job.layout),
         "nprocs": job.nprocs,
         "engine": job.engine,
+        # what the engine did beyond the app's work (ray: workers, restarts, rerun_tasks, ...)
+        "engine_info": {"options": job.engine_options, **(engine_info or {})},
         "env": env,
         "params": job.params,
         "timings": timings or {},

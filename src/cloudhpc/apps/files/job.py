@@ -80,7 +80,7 @@ def main(ctx: RunContext) -> dict:
         with ctx.phase("check"):
             verified = check_outputs(inputs, out_dir)
 
-    busy = [0.0] * ctx.size
+    busy = [0.0] * ctx.job.nprocs  # per worker: the ranks, or a driver engine's workers
     for it in items:
         busy[it["rank"]] += it["seconds"]
     mean_busy = sum(busy) / len(busy)

@@ -97,6 +97,11 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
         raise CloudhpcError("--k must be at least 1")
     if params.get("reread_static") and params.get("model", "mapreduce") != "mapreduce":
         raise CloudhpcError("--reread-static applies to --model mapreduce only")
+    if params.get("model") == "spmd" and params.get("engine", "mpi") not in ("mpi", "serial"):
+        raise CloudhpcError(
+            f"kmeans --model spmd is hand-written MPI: it runs on --engine mpi (or serial), "
+            f"not {params['engine']}; use --model mapreduce on --engine {params['engine']}"
+        )
     check_seed(params.get("seed", 0))
     check_output_path(params.get("centers_out"), "--centers-out")
     check_inputs(params)

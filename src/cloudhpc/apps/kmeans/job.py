@@ -58,7 +58,7 @@ def main(ctx) -> dict[str, Any]:
         "d": d,
         "k": k,
         "iterations": done,
-        "grain_size": local.n_total / ctx.size,
+        "grain_size": local.n_total / ctx.job.nprocs,
         "iterate_s": iterate_s,
         "per_iteration_s": iterate_s / done,
     }

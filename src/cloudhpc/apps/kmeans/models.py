@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from ...engines import engine_for
-from ...models.iterative import iterative_map_reduce
+from ...models.iterative import ProcessLocal, iterative_map_reduce
 from .data import LocalPoints, load_local_points
 from .kernels import assign_partial_sums, center_shift, centers_from_sums
 
@@ -48,11 +48,16 @@ def lloyd_mapreduce(
     """Lloyd as iterative map-reduce: points static (cached), centers dynamic (broadcast)."""
     engine = engine_for(ctx)
     reread = bool(params.get("reread_static"))
+    here = (ctx.rank, ctx.size)
+    # this rank's block, loaded once for k-means++; never shipped to another process
+    loaded = ProcessLocal(None if reread else local)
 
     def configure(part: int, nparts: int) -> np.ndarray:
-        if reread:  # the Hadoop way: the map task loads its split again every iteration
-            return load_local_points(params, part, nparts).points
-        return local.points  # loaded once (k-means++ needed it already) and kept
+        if loaded.value is not None and (part, nparts) == here:
+            return loaded.value.points  # an SPMD rank's own block, kept from the load phase
+        # the Hadoop way (--reread-static, every iteration), or a driver engine's worker (once,
+        # and again on a replacement): partition `part` from the source
+        return load_local_points(params, part, nparts).points
 
     result = iterative_map_reduce(
         engine,

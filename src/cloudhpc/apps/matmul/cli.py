@@ -7,7 +7,8 @@
   with zeros to equal blocks (zeros add nothing to the product).
 - `mapreduce`: the iterative map-reduce of CGL-MapReduce: map task j keeps column block j of B in
   memory (static data); iteration i broadcasts row block i of A (dynamic data); every map task
-  computes C(i, j) and the reduce assembles row block i of C on the driver (rank 0).
+  computes C(i, j) and the reduce assembles row block i of C on the driver (rank 0). It runs on
+  every engine (mpi, serial, ray).
 Local block products go to NumPy's BLAS. --check compares with one numpy.matmul to 1e-10.
 """
 
@@ -78,6 +79,12 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
         raise CloudhpcError("--row-blocks must be at least 1")
     if params.get("reread_static") and model != "mapreduce":
         raise CloudhpcError("--reread-static applies to --model mapreduce only")
+    engine = params.get("engine", "mpi")
+    if model == "spmd" and engine not in ("mpi", "serial"):
+        raise CloudhpcError(
+            f"matmul --model spmd (Cannon's algorithm, the default) is MPI: it runs on --engine "
+            f"mpi, not {engine}; use --model mapreduce on --engine {engine}"
+        )
     check_seed(params.get("seed", 0))
     check_output_path(params.get("out"), "--out")
     for source in open_inputs(params):  # shapes, dtypes and values fail here, before launch

@@ -13,7 +13,10 @@ STREAM_A, STREAM_B = 10, 11
 
 
 class MatrixSource:
-    """A float64 matrix read by blocks: from a memory-mapped .npy file or generated from a seed."""
+    """A float64 matrix read by blocks: from a memory-mapped .npy file or generated from a seed.
+
+    Sent to another process (a driver engine's worker) it travels as its recipe, the file name or
+    the seed, and that process reads its own blocks from the source."""
 
     def __init__(
         self,
@@ -27,6 +30,13 @@ class MatrixSource:
         self._seed, self._stream = seed, stream
         self.path: str | None = None  # the file it is read from (None: generated)
         self.what = ""
+
+    def __reduce__(self) -> tuple:
+        if self.path is not None:
+            return (MatrixSource.from_file, (self.path, self.what))
+        if self._array is not None:  # an in-memory matrix has no other recipe than its values
+            return (MatrixSource, (self.shape, np.asarray(self._array)))
+        return (MatrixSource, (self.shape, None, self._seed, self._stream))
 
     @classmethod
     def from_file(cls, path: str, what: str) -> MatrixSource:

@@ -24,7 +24,7 @@ def main(ctx) -> dict[str, Any]:
         c = cannon(ctx, a, b)
         iterations = math.isqrt(ctx.size)
     else:
-        row_blocks = int(params.get("row_blocks") or ctx.size)
+        row_blocks = int(params.get("row_blocks") or ctx.job.nprocs)
         c = multiply_mapreduce(ctx, a, b, row_blocks, bool(params.get("reread_static")))
         iterations = min(row_blocks, a.shape[0])
 
@@ -49,7 +49,7 @@ def main(ctx) -> dict[str, Any]:
             "n": n,
             "p": p,
             "iterations": iterations,
-            "grain_size": m * p / ctx.size,
+            "grain_size": m * p / ctx.job.nprocs,
             **({"max_rel_err": max_rel_err} if max_rel_err is not None else {}),
         },
         "model": model,

@@ -2,12 +2,14 @@
 
 Map task j keeps column block j of B in memory for the whole job (static data). Iteration i: the
 driver (root) reads row block i of A, the dynamic data, and broadcasts it; every map task computes
-C(i, j) = A(i) B(:, j); the reduce gathers the column pieces into row block i of C on the driver.
+C(i, j) = A(i) B(:, j); the reduce gathers the column pieces into row block i of C on the driver,
+whose combine step stores it and reads the next row block of A.
 
-The runtime's `iterative_map_reduce` reduces same-shaped partials element-wise (sum, max, ...);
-this reduce is a concatenation of differently placed pieces, so the model is written on the engine
-interface it uses (bcast, gatherv) in the same configure/map/reduce/combine shape. Summing
-zero-padded row blocks instead would move P times as many bytes.
+The reduce is a concatenation of differently placed pieces (`op="concat"` of
+models/iterative.py): each map task returns C(i, j) transposed, so the pieces stack along axis 0
+in partition order into C(i)^T. Summing zero-padded row blocks instead would move P times as many
+bytes. The same code runs on every engine: on mpi the map tasks are the ranks; on ray they are
+long-running actors, and a lost one reloads its column block of B from the source.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...engines import engine_for
+from ...models.iterative import iterative_map_reduce
 from ..arrays import block_range
 
 
@@ -23,34 +26,43 @@ def multiply_mapreduce(ctx, a, b, row_blocks: int, reread_static: bool) -> np.nd
     engine = engine_for(ctx)
     m, n = a.shape
     p = b.shape[1]
-    c0, c1 = block_range(p, engine.size, engine.rank)  # this map task's columns of B and C
+    iterations = min(row_blocks, m)
 
-    def configure() -> np.ndarray:
+    def configure(part: int, nparts: int) -> np.ndarray:
+        """Map task `part`'s static data: its column block of B."""
+        c0, c1 = block_range(p, nparts, part)
         return np.ascontiguousarray(b.block(0, n, c0, c1))
 
-    static = None
-    if not reread_static:
-        with ctx.phase("load"):
-            static = configure()
-    iterations = min(row_blocks, m)
-    c = np.empty((m, p)) if engine.is_root else None
-    for i in range(iterations):
+    def map_fn(b_cols: np.ndarray, a_rows: np.ndarray) -> np.ndarray:
+        return np.ascontiguousarray((a_rows @ b_cols).T)  # C(i, j)^T: (c1 - c0) x (r1 - r0)
+
+    def rows_of_a(i: int) -> np.ndarray:
+        if i >= iterations:
+            return np.zeros((0, n))  # after the last iteration: nothing more to broadcast
         r0, r1 = block_range(m, iterations, i)
-        a_rows = None
-        if engine.is_root:  # the driver produces the next dynamic data
-            with ctx.phase("load"):
-                a_rows = a.block(r0, r1, 0, n)
-        with ctx.phase("communicate"):
-            a_rows = engine.bcast(a_rows)
-        if reread_static:  # the Hadoop way: load the column block again for every iteration
-            with ctx.phase("load"):
-                static = configure()
-        with ctx.phase("compute"):
-            piece = a_rows @ static  # C(i, j): (r1 - r0) x (c1 - c0)
-        with ctx.phase("communicate"):
-            # gatherv concatenates rows, so send the transposed piece: C(i)^T arrives stacked
-            stacked = engine.gatherv(np.ascontiguousarray(piece.T))
-        if engine.is_root:
-            c[r0:r1] = stacked.T
+        return a.block(r0, r1, 0, n)
+
+    c = np.empty((m, p)) if engine.is_root else None
+    done = [0]
+
+    def combine(stacked: np.ndarray, a_rows: np.ndarray) -> np.ndarray:
+        """On the driver: row block i of C from the gathered pieces; the next row block of A."""
+        i = done[0]
+        r0, r1 = block_range(m, iterations, i)
+        c[r0:r1] = stacked.T
+        done[0] = i + 1
         ctx.progress(i + 1, iterations, "matmul")
+        return rows_of_a(i + 1)
+
+    iterative_map_reduce(
+        engine,
+        configure=configure,
+        map_fn=map_fn,
+        combine=combine,
+        initial=rows_of_a(0) if engine.is_root else None,
+        max_iterations=iterations,
+        op="concat",
+        reload_static=reread_static,
+        timer=ctx,
+    )
     return c

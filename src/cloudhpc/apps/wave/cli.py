@@ -21,6 +21,7 @@ from ..arrays import check_output_path
 
 HELP = "concurrent wave equation: a string split across ranks, halo exchange with Sendrecv"
 MAIN = "cloudhpc.apps.wave.job:main"
+ENGINES = ("mpi", "serial")  # SPMD by nature: neighbours exchange halos every step
 RTOL = 1e-12  # --check: max |u - u_ref| <= RTOL * max(1, max |u_ref|)
 
 

@@ -1,0 +1,368 @@
+"""The ray engine: the same answers as serial and mpi, with and without a worker killed for real.
+
+One Ray head for the module (`ray start --head`, joined with --ray-address: each private start
+costs seconds on 2 cores), plus one run that starts its own private instance and one that is
+interrupted with SIGTERM, both checked for leftover processes and session directories.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from helpers import BIN, assert_one_line_error, run_cli, run_json
+
+from cloudhpc.engines import ray_cluster
+
+pytest.importorskip("ray")  # installed by the test extra (cloudhpc[ray])
+
+# a cluster of our own for these tests: loopback only, no token, no usage reports
+RAY_ENV = {
+    "RAY_AUTH_MODE": "disabled",
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+    "RAY_USAGE_STATS_ENABLED": "0",
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def ray_head():
+    """`ray start --head --block` in its own process group; killed (the group) afterwards."""
+    temp = tempfile.mkdtemp(prefix="cloudhpc-raytest-", dir="/tmp")  # short: socket paths
+    port = _free_port()
+    cmd = [
+        str(BIN / "ray"), "start", "--head", "--block", f"--port={port}", "--num-cpus=3",
+        "--object-store-memory=100000000", "--include-dashboard=false",
+        "--node-ip-address=127.0.0.1", f"--temp-dir={temp}", "--disable-usage-stats",
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        cmd,
+        env={**os.environ, **RAY_ENV},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        for line in proc.stdout:
+            if "Ray runtime started" in line:
+                break
+            if time.monotonic() > deadline:
+                pytest.fail("ray start --head did not come up")
+        else:
+            pytest.fail(f"ray start --head exited with {proc.wait()}")
+        yield f"127.0.0.1:{port}"
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+def _joined(*args: str, address: str, **kw) -> dict:
+    return run_json(*args, "--engine", "ray", "--ray-address", address, env=RAY_ENV, **kw)
+
+
+# --- answers: serial, mpi, ray, ray with a killed worker ------------------------------------
+ENGINES = [  # name, extra arguments
+    ("serial", ["--engine", "serial"]),
+    ("mpi", ["--engine", "mpi", "-n", "2"]),
+    ("ray", ["-n", "2"]),
+    ("ray-killed", ["-n", "2", "--inject-failure", "{kill}"]),
+]
+
+
+def _run_everywhere(args_for, kill: str, address: str, results) -> dict[str, dict]:
+    """Run on each engine; args_for(name) gives the app's arguments for that run."""
+    records = {}
+    for name, extra in ENGINES:
+        extra = [a.format(kill=kill) for a in extra]
+        args = [*args_for(name), *extra, "--check", "--results", str(results)]
+        if name.startswith("ray"):
+            records[name] = _joined(*args, address=address)
+        else:
+            records[name] = run_json(*args)
+        assert records[name]["verified"] is True, name
+    killed = records["ray-killed"]["engine_info"]
+    assert killed["restarts"] == 1 and killed["rerun_tasks"] >= 1, killed
+    assert records["ray"]["engine_info"]["restarts"] == 0
+    assert records["ray"]["engine_info"]["workers"] == 2
+    assert "ray_start" in records["ray"]["timings"]["phases"]  # reported, outside total_s
+    return records
+
+
+def test_kmeans_mapreduce_same_centers(ray_head, tmp_path, results):
+    rng = np.random.default_rng(3)
+    points = rng.normal(size=(3000, 3)) + rng.integers(0, 4, size=(3000, 1)) * 4.0
+    np.save(tmp_path / "p.npy", points)
+
+    def args(name):
+        return ["run", "kmeans", "--points", str(tmp_path / "p.npy"), "--k", "4", "--seed", "2",
+                "--iterations", "6", "--centers-out", str(tmp_path / f"{name}.npy")]  # fmt: skip
+
+    records = _run_everywhere(args, "3:1", ray_head, results)
+    got = {name: np.load(tmp_path / f"{name}.npy") for name in records}
+    # the same partitions, kernel and reduction order: bit for bit
+    np.testing.assert_array_equal(got["ray"], got["mpi"])
+    np.testing.assert_array_equal(got["ray-killed"], got["ray"])
+    np.testing.assert_allclose(got["ray"], got["serial"], rtol=1e-12)
+    assert {r["metrics"]["iterations"] for r in records.values()} == {6}
+
+
+def test_matmul_mapreduce_same_product(ray_head, tmp_path, results):
+    def args(name):
+        return ["run", "matmul", "--model", "mapreduce", "--generate", "--size", "130",
+                "--row-blocks", "3", "--out", str(tmp_path / f"{name}.npy")]  # fmt: skip
+
+    _run_everywhere(args, "2:0", ray_head, results)
+    got = {n: np.load(tmp_path / f"{n}.npy") for n, _ in ENGINES}
+    np.testing.assert_array_equal(got["ray"], got["mpi"])
+    np.testing.assert_array_equal(got["ray-killed"], got["ray"])
+    np.testing.assert_allclose(got["ray"], got["serial"], rtol=1e-12, atol=1e-12)
+
+
+def test_hep_same_histogram(ray_head, tmp_path, results):
+    def args(name):
+        return ["run", "hep", "--generate", str(tmp_path / "ev"), "--events", "30000",
+                "--files", "3", "--format", "npy", "--branch", "pt", "--branch", "eta",
+                "--bins", "12", "--range", "0", "60", "--range", "-3", "3",
+                "--chunk-events", "4000", "--out", str(tmp_path / f"{name}.npz")]  # fmt: skip
+
+    records = _run_everywhere(args, "1:1", ray_head, results)
+    counts = {n: np.load(tmp_path / f"{n}.npz")["counts"] for n in records}
+    for name in ("mpi", "ray", "ray-killed"):
+        np.testing.assert_array_equal(counts[name], counts["serial"])
+    assert counts["serial"].sum() > 20000
+    # dynamic schedule: the worker had done one map task (held in its buffer) when it died
+    assert records["ray-killed"]["engine_info"]["rerun_tasks"] == 1
+
+
+PROGRAM = textwrap.dedent(
+    """
+    import sys, time
+    text = open(sys.argv[1]).read()
+    time.sleep(0.02)
+    print(len(text.split()), text[:12])
+    """
+)
+
+
+def test_files_same_outputs(ray_head, tmp_path, results):
+    prog = tmp_path / "prog.py"
+    prog.write_text(PROGRAM)
+    inputs = []
+    for i in range(6):
+        inputs.append(tmp_path / f"seq{i}.fsa")
+        inputs[-1].write_text(" ".join(["ACGT"] * (i + 1)))
+
+    def args(name):
+        return ["run", "files", *map(str, inputs), "--cmd", f"{sys.executable} {prog} {{input}}",
+                "--out", str(tmp_path / name)]  # fmt: skip
+
+    records = _run_everywhere(args, "1:0", ray_head, results)
+    outputs = {}
+    for name in records:
+        summary = json.loads((tmp_path / name / "summary.json").read_text())
+        outputs[name] = [
+            (it["input"], it["ok"], it["attempts"], Path(it["stdout"]).read_text())
+            for it in summary["items"]
+        ]
+    for name in ("mpi", "ray", "ray-killed"):
+        assert outputs[name] == outputs["serial"], name
+    assert not list((tmp_path / "ray-killed").glob("*.tmp"))
+
+
+# --- the engine's task vocabulary, in one driver -------------------------------------------
+VOCABULARY = textwrap.dedent(
+    """
+    import json, sys
+    import numpy as np
+    from cloudhpc.engines import ray_cluster
+    from cloudhpc.engines.ray_engine import RayEngine
+    from cloudhpc.errors import CloudhpcError
+    from cloudhpc.job import Job
+
+    job = Job(app="files", nprocs=3, engine="ray",
+              engine_options={"ray_address": sys.argv[1], "inject_failure": [1, 1]})
+    e = RayEngine.start(job)
+    out = {}
+    try:
+        e.begin_iteration()  # iteration 1: worker 1 dies after its first task
+        key = e.state(lambda part, nparts: [("part", part, nparts)])
+        e.map_items(lambda st, i: st.append(i), 10, state=key, accumulate=True, schedule="static")
+        out["states"] = e.fetch(e.each(lambda st: st, state=key))
+        out["after_kill"] = [e.restarts, e.rerun_tasks]
+        e.drop(key)
+        e.begin_iteration()
+        seen = []
+        got = e.map_items(lambda i: i * i, 7, progress=lambda d, n: seen.append(d))
+        out["dynamic"] = [v for _, v in got]
+        out["progress"] = seen
+        parts = e.each(lambda p: np.array([p + 1.0, -p]), part_args=[[0], [1], [2]])
+        out["sum"] = e.reduce(parts, "sum").tolist()
+        out["max"] = e.reduce(parts, "max").tolist()
+        two = e.each(lambda a: (a, a + 1), args=(np.arange(3),), returns=2)
+        out["two"] = [[v.tolist() for v in e.fetch(r)] for r in two]
+        def bad(i):
+            raise CloudhpcError(f"item {i} is bad")
+        try:
+            e.map_items(bad, 2)
+        except CloudhpcError as err:
+            out["error"] = str(err)
+    finally:
+        e.close()
+    out["info"] = e.engine_info()
+    print(json.dumps(out))
+    """
+)
+
+
+def test_engine_vocabulary_replays_a_lost_partition(ray_head, tmp_path):
+    script = tmp_path / "vocab.py"
+    script.write_text(VOCABULARY)
+    r = subprocess.run(
+        [sys.executable, str(script), ray_head],
+        env={**os.environ, **RAY_ENV},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    # worker 1's state was rebuilt from its factory and its three tasks replayed, once each
+    assert out["states"] == [
+        [["part", 0, 3], 0, 1, 2],
+        [["part", 1, 3], 3, 4, 5],
+        [["part", 2, 3], 6, 7, 8, 9],
+    ]
+    assert out["after_kill"] == [1, 3]
+    assert out["dynamic"] == [i * i for i in range(7)] and out["progress"] == list(range(1, 8))
+    assert out["sum"] == [6.0, -3.0] and out["max"] == [3.0, 0.0]
+    assert out["two"] == [[[0, 1, 2], [1, 2, 3]]] * 3
+    assert out["error"] == "item 0 is bad" or out["error"] == "item 1 is bad"
+    assert out["info"]["restarts"] == 1 and out["info"]["workers"] == 3
+
+
+# --- a private instance: started, reported, and gone afterwards ------------------------------
+def _ray_processes_under(temp_dir: str) -> list[str]:
+    """Live processes started for the instance in temp_dir (raylet and friends name it)."""
+    found = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if temp_dir in cmd and state != "Z":
+            found.append(f"{pid} {cmd[:100]}")
+    return found
+
+
+def _private_dirs() -> set[str]:
+    return set(map(str, Path(ray_cluster.TEMP_ROOT).glob(ray_cluster.TEMP_PREFIX + "*")))
+
+
+def test_private_instance_runs_and_leaves_nothing(tmp_path, results):
+    before = _private_dirs()
+    record = run_json(
+        "run", "kmeans", "--generate", "--n", "4000", "--d", "2", "--k", "3",
+        "--iterations", "3", "--engine", "ray", "-n", "2", "--check", "--results", str(results),
+    )  # fmt: skip
+    assert record["verified"] is True and record["launcher"] == "ray"
+    info = record["engine_info"]
+    assert info["cluster"] == "private" and info["nodes"] == ["127.0.0.1"]
+    assert record["timings"]["phases"]["ray_start"] > 0
+    assert record["launch"]["env"]["RAY_USAGE_STATS_ENABLED"] == "0"
+    assert _private_dirs() <= before  # its session directory is gone
+
+
+def test_sigterm_ends_every_ray_process(tmp_path):
+    before = _private_dirs()
+    sleeper = tmp_path / "sleeper.py"
+    sleeper.write_text("import sys, time\ntime.sleep(60)\n")
+    inputs = [tmp_path / f"x{i}" for i in range(4)]
+    for f in inputs:
+        f.write_text("x")
+    pattern = f"{sleeper} {tmp_path}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cloudhpc", "run", "files", *map(str, inputs),
+         "--cmd", f"{sys.executable} {sleeper} {{input}}", "--out", str(tmp_path / "out"),
+         "--engine", "ray", "-n", "2", "--results", str(tmp_path / "res")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 90
+        new: set[str] = set()
+        # wait until both workers run an item (their `sleep` children exist)
+        while time.monotonic() < deadline:
+            new = _private_dirs() - before
+            sleeping = subprocess.run(["pgrep", "-f", pattern], capture_output=True)
+            if new and len(sleeping.stdout.split()) >= 2:
+                break
+            time.sleep(0.3)
+        else:
+            pytest.fail("the ray run did not start its items")
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 128 + signal.SIGTERM, proc.stderr.read()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    (temp_dir,) = new
+    time.sleep(1)  # worker processes leave once their raylet is gone
+    assert _ray_processes_under(temp_dir) == []
+    left = subprocess.run(["pgrep", "-f", pattern], capture_output=True)
+    assert left.stdout.split() == []
+    # SIGKILL left its directory behind; the next private start removes it
+    assert temp_dir in ray_cluster.sweep_stale_dirs()
+
+
+# --- refusals: one line, before anything starts ----------------------------------------------
+def test_without_ray_the_error_says_how_to_install(tmp_path):
+    code = "import sys; sys.modules['ray'] = None; from cloudhpc.cli.main import main; main()"
+    r = subprocess.run(
+        [sys.executable, "-c", code, "run", "kmeans", "--generate", "--k", "2",
+         "--engine", "ray", "--results", str(tmp_path)],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert_one_line_error(r, "pip install 'cloudhpc[ray]'")
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["kmeans", "--generate", "--k", "2", "--inject-failure", "1:0"],
+         "applies to --engine ray"),
+        (["kmeans", "--generate", "--k", "2", "--engine", "ray", "-n", "2",
+          "--inject-failure", "1:2"], "worker must be 0..1"),
+        (["kmeans", "--generate", "--k", "2", "--engine", "ray", "--inject-failure", "0:0"],
+         "iterations count from 1"),
+        (["kmeans", "--generate", "--k", "2", "--engine", "ray", "--inject-failure", "x"],
+         "expected ITER:WORKER"),
+        (["kmeans", "--model", "spmd", "--generate", "--k", "2", "--engine", "ray"],
+         "runs on --engine mpi"),
+        (["matmul", "--generate", "--engine", "ray"], "use --model mapreduce"),
+        (["wave", "--engine", "ray"], "runs on --engine mpi or serial"),
+        (["kmeans", "--generate", "--k", "2", "--engine", "ray", "--launcher", "local"],
+         "not --launcher local"),
+    ],
+)  # fmt: skip
+def test_ray_refusals_are_one_line(tmp_path, args, needle):
+    assert_one_line_error(run_cli("run", *args, "--results", str(tmp_path)), needle)
