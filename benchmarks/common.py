@@ -19,18 +19,24 @@ _RECORDS_DIR = tempfile.TemporaryDirectory(prefix="cloudhpc-bench-records-")
 _RECORDS = _RECORDS_DIR.name
 
 
-def run_record(app: str, *args: str, nprocs: int = 1, env: str = "native", engine: str = "mpi"):
-    """One run through the real CLI; its result record (dict). Exits with the error on failure."""
-    cmd = [sys.executable, "-m", "cloudhpc", "run", app, *args, "--json", "--results", _RECORDS]
-    cmd += ["--engine", engine, "--env", env]
-    if engine != "serial":  # mpi ranks, or ray worker actors
-        cmd += ["-n", str(nprocs), "--oversubscribe"]
+def cli_record(*args: str) -> dict:
+    """`cloudhpc ARGS --json` through the real CLI; its result record (dict). Exits with the
+    error on failure."""
+    cmd = [sys.executable, "-m", "cloudhpc", *args, "--json", "--results", _RECORDS]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"benchmark run failed: {shlex.join(cmd)}\n{r.stderr}")
     record = json.loads(r.stdout)
     record["_cmd"] = "cloudhpc " + shlex.join(cmd[3:])
     return record
+
+
+def run_record(app: str, *args: str, nprocs: int = 1, env: str = "native", engine: str = "mpi"):
+    """One `cloudhpc run APP` through the real CLI; its result record."""
+    launch = ["--engine", engine, "--env", env]
+    if engine != "serial":  # mpi ranks, or ray worker actors
+        launch += ["-n", str(nprocs), "--oversubscribe"]
+    return cli_record("run", app, *args, *launch)
 
 
 def run_job(app: str, params: dict, *, nprocs: int = 1, engine: str = "mpi") -> dict:
