@@ -165,8 +165,10 @@ def plot(bw: dict, slow: dict, path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=3, help="rounds of bandwidth and latency")
-    ap.add_argument("--npb-rounds", type=int, default=2)
+    ap.add_argument("--npb-rounds", type=int, default=3)
+    ap.add_argument("--latency-rounds", type=int, default=None, help="default: --rounds")
     args = ap.parse_args()
+    args.latency_rounds = args.latency_rounds or args.rounds
     state = tempfile.mkdtemp(prefix="cloudhpc-bench-clusters-")
     os.environ["CLOUDHPC_CLUSTERS"] = state  # the runs' (and their throwaway clusters') state
     start = machine()
@@ -175,7 +177,7 @@ def main() -> None:
         c = cluster.up(name, 4, [1], [10**9])
         try:
             bw = bandwidth(c.hosts_file, name, args.rounds)
-            lat = latency(c.hosts_file, name, args.rounds)
+            lat = latency(c.hosts_file, name, args.latency_rounds)
         finally:
             cluster.down(name)
         times = npb(args.npb_rounds)
@@ -212,6 +214,7 @@ def main() -> None:
             "load_at_end": end_load,
             "rounds": args.rounds,
             "npb_rounds": args.npb_rounds,
+            "latency_rounds": args.latency_rounds,
             "bandwidth_mbit": bw,
             "latency_usec": lat,
             "npb_time_s": times,
@@ -225,7 +228,8 @@ def main() -> None:
         f"Mbit/s (10^6), median of {args.rounds} interleaved rounds. The caps count Ethernet "
         "frames (MTU 9000), so payload can reach ~99% of a cap.",
         f"Latency: `cloudhpc bench pingpong -n 2 --sizes {LAT_SIZES} --iters 2000` with --env "
-        "native / vm-net, or --hosts CLUSTER.hosts; half round trip in us, medians.",
+        "native / vm-net, or --hosts CLUSTER.hosts; half round trip in us, medians of "
+        f"{args.latency_rounds} interleaved rounds.",
         f"NPB: `cloudhpc npb KERNEL --class A -n 4 --oversubscribe --env V`; time_s best of "
         f"{args.npb_rounds} rounds; slowdown = median over rounds of time / native time in the "
         "same round. capped:RATE puts each rank on its own host (4 hosts x 1 slot) of a "

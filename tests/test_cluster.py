@@ -157,8 +157,10 @@ def test_hosts_files_of_clusters_and_of_real_machines(tmp_path, monkeypatch):
 
 
 def test_without_root_one_line(monkeypatch, capsys):
+    from cloudhpc import signals
     from cloudhpc.cli.main import main
 
+    monkeypatch.setattr(signals, "install", lambda: None)  # pytest's own handlers stay
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(SystemExit) as e:
         main(["cluster", "up", "x", "--hosts", "2"])

@@ -130,7 +130,9 @@ def handle(args: argparse.Namespace) -> int:
         _show(c)
         return 0
     if args.name:
-        c = cluster.load(args.name)
+        c = cluster.state.load(cluster.check_name(args.name))  # half-created ones too
+        if c is None:
+            raise CloudhpcError(f"no cluster {args.name} (state: {cluster.state_root()})")
         if args.json:
             print(json.dumps(c.to_dict(), indent=1))
         else:

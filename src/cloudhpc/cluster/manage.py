@@ -21,6 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from .. import signals
 from ..atomic import write_text
@@ -121,17 +122,13 @@ def up(
     nhosts: int,
     slots: Sequence[int] = (1,),
     links: Sequence[int | None] = (None,),
-    *,
-    mtu: int = DEFAULT_MTU,
-    scratch: str | None = None,
-    ephemeral: bool = False,
-    root: Path | None = None,
+    **options: Any,
 ) -> Cluster:
-    """Create the cluster; on any failure or interruption, remove what was created and raise."""
+    """Create the cluster `plan` describes (same arguments: mtu, scratch, ephemeral, root); on
+    any failure or interruption, remove what was created and raise."""
     net.require_root()
-    cluster = plan(
-        name, nhosts, slots, links, mtu=mtu, scratch=scratch, ephemeral=ephemeral, root=root
-    )
+    cluster = plan(name, nhosts, slots, links, **options)
+    root = options.get("root")
     with state.locked(root) as root:
         _reap_orphans(root)
         old = state.load(name, root)
