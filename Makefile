@@ -4,7 +4,11 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint format bench clean
+# Debian packages the tests use: iproute2 (ip, tc) for the emulated cluster (tests/test_cluster.py;
+# its tests are skipped without root). util-linux (unshare) and bash are essential packages.
+DEB_PACKAGES := iproute2
+
+.PHONY: demo test lint format bench clean deb-packages
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +19,15 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/cloudhpc demo
 
-test: $(STAMP)
+deb-packages:
+	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "Debian packages missing: $$missing (their tests are skipped)"; fi; \
+	fi
+
+test: $(STAMP) deb-packages
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
 
