@@ -370,14 +370,45 @@ def test_a_signal_in_the_middle_leaves_nothing(state, results, sig):
     assert _ours(c.name) == (set(), set())
     assert not Path(c.state_dir).exists() and c.name not in cluster.state.names(state)
     assert not any(p.startswith(c.name) for p in os.listdir(state))
+    with pytest.raises(AssertionError, match="no guard process"):
+        _guard_of(c)  # it saw its cluster removed, and left
+
+
+def _guard_of(c: Cluster) -> int:
+    """The PID of the guard process of throwaway cluster `c`."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"cloudhpc.cluster.guard" in cmdline and c.name.encode() in cmdline:
+            return int(pid)
+    raise AssertionError(f"no guard process for {c.name}")
+
+
+@needs_root
+def test_a_killed_run_is_cleaned_by_its_guard(state, results):
+    """SIGKILL leaves cloudhpc no chance to clean up: the throwaway cluster's guard, a process
+    of its own that sees its owner die, removes the cluster at once."""
+    proc = _start_capped_run(state, results)
+    c = _running_cluster(state, proc)
+    guard = _guard_of(c)
+    proc.kill()
+    _, err = proc.communicate(timeout=60)  # the guard keeps stderr open until it is done
+    assert proc.returncode == -signal.SIGKILL
+    assert f"removed throwaway cluster {c.name}: its run was killed" in err
+    _wait(lambda: not Path(f"/proc/{guard}").exists(), what="the guard to exit")
+    assert _ours(c.name) == (set(), set())
+    assert c.name not in cluster.state.names(state) and not Path(c.state_dir).exists()
 
 
 @needs_root
 def test_a_killed_runs_cluster_is_reaped_by_the_next_up(state, results):
-    """SIGKILL leaves no chance to clean up: the cluster stays, marked as its dead owner's, and
+    """The run and its guard both SIGKILLed: the cluster stays, marked as its dead owner's, and
     the next `cluster up` removes it (as does `cluster down NAME`)."""
     proc = _start_capped_run(state, results)
     c = _running_cluster(state, proc)
+    os.kill(_guard_of(c), signal.SIGKILL)
     proc.kill()
     proc.communicate(timeout=60)
     assert manage.orphaned(cluster.state.load(c.name, state))

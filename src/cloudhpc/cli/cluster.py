@@ -166,7 +166,7 @@ def _ephemeral(c) -> str:
     from ..cluster.manage import orphaned
 
     if orphaned(c):
-        return " (orphaned: its run was killed; the next `cluster up` removes it)"
+        return " (orphaned: its run and guard were killed; the next `cluster up` removes it)"
     return f" (for one run, pid {c.owner.get('pid')})"
 
 

@@ -3,9 +3,10 @@
 A cluster's state is saved (status "creating", every name it will use) before the first kernel
 object exists, and each kernel change runs with Ctrl-C/SIGTERM/SIGHUP held (signals.held), so
 whatever stops `up` half-way, `down` finds everything there is to remove. Clusters brought up for
-one run (`throwaway`, behind --env capped:RATE) are removed in a `finally`; if their process was
-SIGKILLed, the next `up` finds them orphaned (their owner's PID and start time no longer match a
-live process) and removes them.
+one run (`throwaway`, behind --env capped:RATE) are removed in a `finally`; if their process is
+SIGKILLed, their guard process removes them at once (guard.py), and should the guard be killed
+too, the next `up` finds them orphaned (their owner's PID and start time no longer match a live
+process) and removes them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 import secrets
 import shutil
 import stat
+import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -200,7 +202,7 @@ def down(name: str, root: Path | None = None) -> list[str]:
     check_name(name)
     with state.locked(root) as root:
         cluster = state.load(name, root)
-        leftovers = _kernel_objects(name)
+        leftovers = kernel_objects(name)
         if cluster is None and not any(leftovers):
             raise CloudhpcError(f"no cluster {name} (cloudhpc cluster status lists them)")
         with signals.held():
@@ -216,7 +218,7 @@ def discard(name: str, root: Path | None = None) -> None:
                 _teardown(cluster)
 
 
-def _kernel_objects(name: str) -> tuple[list[str], list[str]]:
+def kernel_objects(name: str) -> tuple[list[str], list[str]]:
     """Namespaces and links of cluster `name` found by their names and aliases alone."""
     ns = sorted(n for n in net.namespaces() if host_pattern(name).match(n))
     alias = link_alias(name)
@@ -226,7 +228,7 @@ def _kernel_objects(name: str) -> tuple[list[str], list[str]]:
 
 def _teardown(cluster: Cluster | None, name: str | None = None) -> list[str]:
     name = cluster.name if cluster is not None else name
-    ns, links = _kernel_objects(name)
+    ns, links = kernel_objects(name)
     if cluster is not None:
         ns = sorted({*ns, *(h.namespace for h in cluster.hosts)})
         # veths before the bridge
@@ -258,13 +260,40 @@ def throwaway(
     mtu: int = DEFAULT_MTU,
     root: Path | None = None,
 ) -> Iterator[Cluster]:
-    """A cluster for one run: up on entry, down on exit however the run ends."""
+    """A cluster for one run: up on entry, down on exit however the run ends; if this process
+    is killed outright (SIGKILL), its guard (guard.py) brings the cluster down."""
+    net.require_root()
     name = f"tmp{os.getpid()}-{secrets.token_hex(2)}"
+    root = root or state.state_root()
+    keeper = _start_guard(name, root)  # first: a SIGKILL during `up` is covered too
     try:
-        yield up(name, nhosts, slots, links, mtu=mtu, ephemeral=True, root=root)
+        try:
+            yield up(name, nhosts, slots, links, mtu=mtu, ephemeral=True, root=root)
+        finally:
+            with signals.held():
+                discard(name, root)
     finally:
-        with signals.held():
-            discard(name, root)
+        _release_guard(keeper)
+
+
+def _start_guard(name: str, root: Path) -> subprocess.Popen:
+    """`python -m cloudhpc.cluster.guard` for cluster `name` (not made yet) of this process:
+    it removes the cluster if this process dies without doing so (guard.py)."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "cloudhpc.cluster.guard", name, str(root), str(os.getpid())],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
+def _release_guard(guard: subprocess.Popen) -> None:
+    """Tell the guard its cluster is gone (the owner removed it) and let it exit."""
+    try:
+        guard.stdin.close()
+        guard.wait(timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
 
 
 def set_links(name: str, links: Sequence[int | None], root: Path | None = None) -> Cluster:
