@@ -22,7 +22,7 @@ from helpers import assert_one_line_error, run_cli, run_json
 
 from cloudhpc import cluster
 from cloudhpc.cluster import hook, manage, net
-from cloudhpc.cluster.model import Cluster, host_pattern, subnet_of
+from cloudhpc.cluster.model import Cluster, host_pattern, namespace_pattern, subnet_of
 from cloudhpc.cluster.rates import tbf_args
 from cloudhpc.envs import environment_names, get_environment
 from cloudhpc.errors import CloudhpcError
@@ -86,8 +86,10 @@ def test_names_subnets_and_hosts_file():
             cluster.check_name(bad)
     c = cluster.plan("demo", 3, [2, 1, 1], [10**9, 10**9, 10**8]).with_number(5)
     assert [h.address for h in c.hosts] == ["10.224.5.2", "10.224.5.3", "10.224.5.4"]
-    assert c.gateway == "10.224.5.1" and c.bridge == "chpc5br"
-    assert all(len(name) <= 15 for name in [c.bridge, *(h.veth for h in c.hosts)])
+    assert c.gateway == "10.224.5.1" and c.bridge == "chpc5br" and c.head == "chpc-demo-head"
+    assert all(len(name) <= 15 for name in [c.bridge, c.head_veth, *(h.veth for h in c.hosts)])
+    assert namespace_pattern("a").match("chpc-a-head") and namespace_pattern("a").match("chpc-a-h0")
+    assert not namespace_pattern("a").match("chpc-a-head-h0")  # cluster a-head's host
     hosts = parse_hosts_text(c.hosts_text())
     assert [(h.name, h.slots) for h in hosts] == [
         ("chpc-demo-h0", 2),
@@ -140,7 +142,8 @@ def test_hosts_files_of_clusters_and_of_real_machines(tmp_path, monkeypatch):
     plan = json.loads(r.stdout)
     assert plan["launcher"] == "cluster", r.stderr
     argv = plan["argv"]
-    assert argv[1:7] == ["-launcher", "ssh", "-launcher-exec", c.hook, "-localhost", c.gateway]
+    assert argv[:4] == ["ip", "netns", "exec", c.head]  # mpiexec on the head node
+    assert argv[5:11] == ["-launcher", "ssh", "-launcher-exec", c.hook, "-localhost", c.gateway]
     assert plan["env"]["FI_PROVIDER"] == "tcp" and plan["env"]["FI_TCP_IFACE"] == "chpc0"
     r = run_cli("bench", "pingpong", "--hosts", str(tmp_path / "real.hosts"), "--dry-run",
                 "--json", env=env)  # fmt: skip
@@ -202,7 +205,7 @@ def test_bench_check_detects_a_damaged_byte():
 def _ours(name: str) -> tuple[set[str], set[str]]:
     """Cluster `name`'s namespaces and links, by their names and aliases alone (a cluster number
     is free again once its cluster is gone, and may be reused at once by another)."""
-    ns = {n for n in net.namespaces() if host_pattern(name).match(n)}
+    ns = {n for n in net.namespaces() if namespace_pattern(name).match(n)}
     links = {link for link, alias in net.links().items() if alias == f"cloudhpc cluster {name}"}
     return ns, links
 
@@ -239,8 +242,12 @@ def test_up_status_link_down(two, state):
     c = two
     assert c.status == "up" and len(c.hosts) == 2
     ns, links = _ours(c.name)
-    assert ns == {"chpc-" + c.name + "-h0", "chpc-" + c.name + "-h1"}
-    assert links == {c.bridge, *(h.veth for h in c.hosts)}
+    assert ns == {"chpc-" + c.name + "-h0", "chpc-" + c.name + "-h1", c.head}
+    assert links == {c.bridge, c.head_veth, *(h.veth for h in c.hosts)}
+    # the cluster's addresses exist only inside its namespaces, none in the machine's own
+    own = net.ip("-j", "-4", "addr", "show")
+    assert c.gateway not in own and not any(h.address in own for h in c.hosts)
+    assert c.gateway in net.ip("-4", "addr", "show", "dev", "chpc0", netns=c.head)
     assert {a for link, a in net.links().items() if link in links} == {f"cloudhpc cluster {c.name}"}
     for h in c.hosts:  # both directions capped, each host its own disk
         assert net.qdisc_rate(h.iface, h.namespace) == "1gbit" == net.qdisc_rate(h.veth)
@@ -445,7 +452,7 @@ def test_half_created_clusters(state, monkeypatch):
         manage._create(plan)
     left = cluster.state.load(name, state)
     assert left.status == "creating"
-    assert _ours(name)[0] == {f"chpc-{name}-h0", f"chpc-{name}-h1"}
+    assert _ours(name)[0] == {f"chpc-{name}-head", f"chpc-{name}-h0", f"chpc-{name}-h1"}
     r = run_cli("cluster", "status")
     assert name in r.stdout and "creating" in r.stdout
     r = run_cli("bench", "pingpong", "--hosts", left.hosts_file)

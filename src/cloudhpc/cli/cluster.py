@@ -25,9 +25,10 @@ does all of this for one run: a throwaway cluster, brought down after it however
 
 State: $CLOUDHPC_CLUSTERS, else $XDG_STATE_HOME/cloudhpc/clusters, else
 ~/.local/state/cloudhpc/clusters (one directory per cluster: cluster.json, NAME.hosts, hook,
-scratch/). Kernel names: namespaces chpc-NAME-hI (also the host names), links chpcK... with the
-alias "cloudhpc cluster NAME" (ip link shows it), subnet 10.224.0.0/12 (a /24 per cluster, one
-that no interface or route of this machine uses). Needs root.
+scratch/). Kernel names: namespaces chpc-NAME-hI (also the host names) and chpc-NAME-head (the
+head node, where mpiexec runs), links chpcK... with the alias "cloudhpc cluster NAME" (ip link
+shows it), subnet 10.224.0.0/12 (a /24 per cluster, one that no interface or route of this
+machine uses; its addresses exist only inside the cluster's namespaces). Needs root.
 
 examples:
   cloudhpc cluster up demo --hosts 4 --slots 1 --link 1gbit
@@ -185,8 +186,8 @@ def _show(c, live: bool = False, console=out) -> None:
         row["scratch"] = h.scratch
         rows.append(row)
     title = (
-        f"cluster {c.name}: {c.status}, subnet {c.subnet} (root namespace {c.gateway} on "
-        f"{c.bridge}), MTU {c.mtu}"
+        f"cluster {c.name}: {c.status}, subnet {c.subnet} (head {c.gateway} in {c.head}, "
+        f"bridge {c.bridge}), MTU {c.mtu}"
     )
     console.print(table(title, rows))
     if live:

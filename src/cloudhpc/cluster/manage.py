@@ -37,8 +37,8 @@ from .model import (
     ClusterHost,
     check_name,
     host_name,
-    host_pattern,
     link_alias,
+    namespace_pattern,
 )
 
 DEFAULT_MTU = 9000  # jumbo frames, as EC2's cluster instances and most HPC Ethernet use
@@ -139,7 +139,7 @@ def up(
             raise CloudhpcError(
                 f"cluster {name} is already {how}; `cloudhpc cluster down {name}` removes it"
             )
-        taken = sorted(n for n in net.namespaces() if host_pattern(name).match(n))
+        taken = sorted(n for n in net.namespaces() if namespace_pattern(name).match(n))
         if taken:
             raise CloudhpcError(
                 f"network namespace {taken[0]} exists (a cluster {name} of another state "
@@ -220,7 +220,7 @@ def discard(name: str, root: Path | None = None) -> None:
 
 def kernel_objects(name: str) -> tuple[list[str], list[str]]:
     """Namespaces and links of cluster `name` found by their names and aliases alone."""
-    ns = sorted(n for n in net.namespaces() if host_pattern(name).match(n))
+    ns = sorted(n for n in net.namespaces() if namespace_pattern(name).match(n))
     alias = link_alias(name)
     links = sorted(link for link, a in net.links().items() if a == alias)
     return ns, links
@@ -230,9 +230,10 @@ def _teardown(cluster: Cluster | None, name: str | None = None) -> list[str]:
     name = cluster.name if cluster is not None else name
     ns, links = kernel_objects(name)
     if cluster is not None:
-        ns = sorted({*ns, *(h.namespace for h in cluster.hosts)})
+        ns = sorted({*ns, *cluster.namespaces})
         # veths before the bridge
-        links = [*(h.veth for h in cluster.hosts if h.veth), *links]
+        links = [*(h.veth for h in cluster.hosts if h.veth), cluster.head_veth, *links]
+        links = [link for link in links if link]
         if cluster.bridge:
             links.append(cluster.bridge)
         links = list(dict.fromkeys(links))
@@ -371,9 +372,9 @@ def check_ready(cluster: Cluster) -> None:
     """Before a launch: root, and every host's namespace still there."""
     net.require_root(f"running on cluster {cluster.name}")
     existing = net.namespaces()
-    missing = [h.name for h in cluster.hosts if h.namespace not in existing]
+    missing = [ns for ns in cluster.namespaces if ns not in existing]
     if missing:
         raise CloudhpcError(
-            f"cluster {cluster.name} has lost host {missing[0]} (its namespace is gone); "
+            f"cluster {cluster.name} has lost {missing[0]} (its namespace is gone); "
             f"`cloudhpc cluster down {cluster.name}` and bring it up again"
         )

@@ -1,17 +1,21 @@
 """What a cluster is: its hosts (network namespaces), their addresses, links and local disks.
 
-This is the description every other part reads: the launcher (hosts, gateway, hook), run
+This is the description every other part reads: the launcher (hosts, head, hook), run
 records (`Cluster.describe()`), and later data placement (each host's scratch directory and
 address). It is plain data, saved as `cluster.json` in the cluster's state directory.
 
 Names (the kernel's, so that anyone can tell what is cloudhpc's):
 - host i of cluster NAME is the network namespace `chpc-NAME-hI`, and that is also its host
   name (in the hosts file, and its own `hostname` inside the host);
+- the cluster's head node, where mpiexec runs (its login node), is the namespace `chpc-NAME-head`;
 - links carry the cluster's number K (interface names are limited to 15 characters): the bridge
-  `chpcKbr`, the root side of host i's link `chpcKhI`; inside every host the link is `chpc0`.
-  Each link's alias (`ip link` shows it) is `cloudhpc cluster NAME`.
-- cluster K owns the subnet 10.(224 + K // 256).(K % 256).0/24: the root namespace is .1 on
-  the bridge (mpiexec's address for its proxies), host i is .(i + 2).
+  `chpcKbr`, the root side of host i's link `chpcKhI`, of the head's `chpcKhd`; inside every
+  host and the head the link is `chpc0`. Each link's alias (`ip link` shows it) is
+  `cloudhpc cluster NAME`.
+- cluster K owns the subnet 10.(224 + K // 256).(K % 256).0/24: the head is .1 (mpiexec's
+  address for its proxies), host i is .(i + 2). Addresses exist only inside the cluster's own
+  namespaces: the machine's namespace holds the bridge and the root ends of the links, with no
+  address and no route into the cluster.
 """
 
 from __future__ import annotations
@@ -50,12 +54,25 @@ def host_pattern(cluster: str) -> re.Pattern[str]:
     return re.compile(rf"^{PREFIX}-{re.escape(cluster)}-h\d+$")
 
 
+def head_name(cluster: str) -> str:
+    return f"{PREFIX}-{cluster}-head"
+
+
+def namespace_pattern(cluster: str) -> re.Pattern[str]:
+    """Every namespace of cluster `cluster`: its hosts and its head (and no other cluster's)."""
+    return re.compile(rf"^{PREFIX}-{re.escape(cluster)}-(?:h\d+|head)$")
+
+
 def bridge_name(number: int) -> str:
     return f"{PREFIX}{number}br"
 
 
 def veth_name(number: int, index: int) -> str:
     return f"{PREFIX}{number}h{index}"
+
+
+def head_veth_name(number: int) -> str:
+    return f"{PREFIX}{number}hd"
 
 
 def link_alias(cluster: str) -> str:
@@ -113,8 +130,25 @@ class Cluster:
 
     @property
     def gateway(self) -> str:
-        """The root namespace's address on the bridge: where the proxies reach mpiexec."""
+        """The head's address: where the proxies reach mpiexec."""
         return str(subnet_of(self.number)[1]) if self.number is not None else ""
+
+    @property
+    def head(self) -> str:
+        """The head node's network namespace (mpiexec runs there, as on a login node)."""
+        return head_name(self.name)
+
+    @property
+    def head_veth(self) -> str:
+        return head_veth_name(self.number) if self.number is not None else ""
+
+    @property
+    def namespaces(self) -> list[str]:
+        return [self.head, *(h.namespace for h in self.hosts)]
+
+    def in_head(self, argv: list[str]) -> list[str]:
+        """argv that runs `argv` on the head node."""
+        return ["ip", "netns", "exec", self.head, *argv]
 
     @property
     def hosts_file(self) -> str:
@@ -169,6 +203,7 @@ class Cluster:
             "name": self.name,
             "ephemeral": self.ephemeral,
             "subnet": self.subnet,
+            "head": {"namespace": self.head, "address": self.gateway},
             "gateway": self.gateway,
             "mtu": self.mtu,
             "netem": False,  # no added delay: only bandwidth is capped (tbf)

@@ -104,37 +104,40 @@ def claim_bridge(name: str) -> int:
 
 
 def setup_bridge(cluster: Cluster) -> None:
-    net = subnet_of(cluster.number)
+    """The bridge (no address: the machine's namespace gets none of the cluster's) and the head
+    node, the namespace where mpiexec runs, linked to it uncapped."""
+    ip_batch(
+        [f"link set dev {cluster.bridge} mtu {cluster.mtu}", f"link set dev {cluster.bridge} up"]
+    )
+    _link_namespace(cluster, cluster.head, cluster.head_veth, cluster.gateway)
+
+
+def _link_namespace(cluster: Cluster, namespace: str, veth: str, address: str) -> None:
+    """A namespace with its end of a veth pair (chpc0, its address) and the other end on the
+    bridge."""
+    prefix = subnet_of(cluster.number).prefixlen
+    mtu = cluster.mtu
+    ip("netns", "add", namespace)
     ip_batch(
         [
-            f"link set dev {cluster.bridge} mtu {cluster.mtu}",
-            f"addr add {cluster.gateway}/{net.prefixlen} dev {cluster.bridge}",
-            f"link set dev {cluster.bridge} up",
+            f"link add {veth} mtu {mtu} type veth peer name {IFACE} mtu {mtu} netns {namespace}",
+            f'link set dev {veth} alias "{link_alias(cluster.name)}"',
+            f"link set dev {veth} master {cluster.bridge} up",
         ]
+    )
+    ip_batch(
+        [
+            f"addr add {address}/{prefix} dev {IFACE}",
+            f"link set dev {IFACE} up",
+            "link set dev lo up",
+        ],
+        netns=namespace,
     )
 
 
 def add_host(cluster: Cluster, host: ClusterHost) -> None:
     """The namespace, its link to the bridge, its address, and the caps on both ends."""
-    prefix = subnet_of(cluster.number).prefixlen
-    mtu = cluster.mtu
-    ip("netns", "add", host.namespace)
-    ip_batch(
-        [
-            f"link add {host.veth} mtu {mtu} type veth peer name {IFACE} mtu {mtu} "
-            f"netns {host.namespace}",
-            f'link set dev {host.veth} alias "{link_alias(cluster.name)}"',
-            f"link set dev {host.veth} master {cluster.bridge} up",
-        ]
-    )
-    ip_batch(
-        [
-            f"addr add {host.address}/{prefix} dev {IFACE}",
-            f"link set dev {IFACE} up",
-            "link set dev lo up",
-        ],
-        netns=host.namespace,
-    )
+    _link_namespace(cluster, host.namespace, host.veth, host.address)
     set_rate(cluster, host)
 
 

@@ -1,9 +1,10 @@
 """cluster: ranks on the hosts of an emulated cluster (cloudhpc/cluster), started by Hydra.
 
-The same mpiexec command line as over ssh (hosts.py), with two changes: `-launcher-exec` points
-Hydra at the cluster's hook, which starts each proxy inside its host's network namespace where
-ssh would log in, and `-localhost` gives the proxies the root namespace's address on the
-cluster's bridge to reach mpiexec. The ranks use libfabric's TCP provider on their host's link
+The same mpiexec command line as over ssh (hosts.py), run on the cluster's head node (`ip netns
+exec chpc-NAME-head mpiexec ...`, as one would on a login node), with two changes:
+`-launcher-exec` points Hydra at the cluster's hook, which starts each proxy inside its host's
+network namespace where ssh would log in, and `-localhost` gives the proxies the head's address
+to reach mpiexec. The ranks use libfabric's TCP provider on their host's link
 (Cluster.mpi_variables), so every message between hosts crosses the capped links.
 """
 
@@ -41,6 +42,9 @@ class ClusterLauncher(HostsLauncher):
                 "for the run and down after it; its name and subnet are chosen then"
             )
         return plan
+
+    def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
+        return job_cluster(job).in_head(super().command(job, rank_argv, env))
 
     def launcher_args(self, job: Job) -> list[str]:
         c = job_cluster(job)
