@@ -254,6 +254,8 @@ def test_up_status_link_down(two, state):
         assert Path(h.scratch).is_dir()
     status = run_json("cluster", "status", c.name)
     assert status["hosts"][1]["address"] == c.hosts[1].address
+    assert all(status["live"]["namespaces"].values()) and len(status["live"]["namespaces"]) == 3
+    assert status["live"]["links"][c.hosts[0].name] == {"out": "1gbit", "in": "1gbit"}
     r = run_cli("cluster", "up", c.name, "--hosts", "3")
     assert_one_line_error(r, f"cluster {c.name} is already up")
     r = run_cli("cluster", "link", c.name, "100mbit,none")

@@ -135,7 +135,7 @@ def handle(args: argparse.Namespace) -> int:
         if c is None:
             raise CloudhpcError(f"no cluster {args.name} (state: {cluster.state_root()})")
         if args.json:
-            print(json.dumps(c.to_dict(), indent=1))
+            print(json.dumps({**c.to_dict(), "live": _live(c)}, indent=1))
         else:
             _show(c, live=True)
         return 0
@@ -169,6 +169,24 @@ def _ephemeral(c) -> str:
     if orphaned(c):
         return " (orphaned: its run and guard were killed; the next `cluster up` removes it)"
     return f" (for one run, pid {c.owner.get('pid')})"
+
+
+def _live(c) -> dict:
+    """What the kernel has of the cluster now: its namespaces, and each link's caps as tc
+    reports them (for scripts: `cluster status NAME --json`)."""
+    from ..cluster import net
+
+    present = net.namespaces()
+    return {
+        "namespaces": {ns: ns in present for ns in c.namespaces},
+        "links": {
+            h.name: {
+                "out": net.qdisc_rate(h.iface, h.namespace) if h.namespace in present else None,
+                "in": net.qdisc_rate(h.veth) if h.veth else None,
+            }
+            for h in c.hosts
+        },
+    }
 
 
 def _show(c, live: bool = False, console=out) -> None:

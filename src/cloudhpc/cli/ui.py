@@ -15,7 +15,7 @@ from ..launch.runner import Monitor
 
 # Piped or redirected output is read by scripts and tests: never truncate a table to 80 columns.
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 240)
-err = Console(stderr=True, soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 240)
 
 
 class ProgressMonitor(Monitor):
