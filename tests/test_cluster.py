@@ -159,6 +159,17 @@ def test_hosts_files_of_clusters_and_of_real_machines(tmp_path, monkeypatch):
     assert_one_line_error(r, "start with the cluster launcher")
 
 
+def test_a_real_hosts_file_still_runs_through_the_hosts_launcher(tmp_path, results):
+    """Not a cluster's: Hydra over ssh as before (for localhost Hydra starts the proxy itself),
+    no cluster in the record."""
+    hosts = tmp_path / "machines"
+    hosts.write_text("# two slots here\nlocalhost:2\n")
+    rec = run_json("bench", "pingpong", "-n", "2", "--hosts", str(hosts), "--sizes", "0,1k",
+                   "--iters", "20", "--check", "--results", str(results))  # fmt: skip
+    assert rec["launcher"] == "hosts" and rec["cluster"] is None and rec["verified"] is True
+    assert rec["launch"]["argv"][1:5] == ["-launcher", "ssh", "-hosts", "localhost:2"]
+
+
 def test_without_root_one_line(monkeypatch, capsys):
     from cloudhpc import signals
     from cloudhpc.cli.main import main
