@@ -9,11 +9,14 @@ on):
     c = cluster.load("demo")          # a cluster that is up: hosts, addresses, scratch dirs
     for h in c.hosts: h.name, h.address, h.slots, h.link, h.scratch
     argv = cluster.host_argv(h.namespace, h.name, "some shell command")   # run on host h
+    argv = c.in_head(["python", "client.py"])   # on the head node, which reaches every host
     cluster.down("demo")
     with cluster.throwaway(4, links=[10**9]) as c: ...   # up for one block, down after
 
-Inside a rank started on a cluster, CLOUDHPC_HOST and CLOUDHPC_SCRATCH name its host and that
-host's scratch directory, and ctx.job.cluster holds the whole description (Cluster.to_dict()).
+The machine's own namespace has no address in, and no route to, a cluster's subnet: a client of
+a service on the hosts runs on a host or on the head node. Inside a rank started on a cluster,
+CLOUDHPC_HOST and CLOUDHPC_SCRATCH name its host and that host's scratch directory, and
+ctx.job.cluster holds the whole description (Cluster.to_dict()).
 """
 
 from .hook import host_argv
