@@ -117,20 +117,26 @@ def create_seq(seed: float, num_keys: int, max_key: int) -> np.ndarray:
 
 @njit(cache=True)
 def bucket_keys(keys: np.ndarray, shift: int, nbuckets: int, sizes: np.ndarray, out: np.ndarray):
-    """Count keys per bucket into sizes[:nbuckets] and write them to `out` in bucket order."""
+    """Count keys per bucket into sizes[:nbuckets] and write them to `out` in bucket order.
+
+    Bucket numbers and positions are unsigned so that numba emits no negative-index
+    wrap-around on the scattered loads and stores (a quarter of the time here)."""
     for b in range(nbuckets):
         sizes[b] = 0
+    sh = np.uint64(shift)
     for i in range(keys.shape[0]):
-        sizes[keys[i] >> shift] += 1
-    ptr = np.empty(nbuckets, np.int64)
-    acc = 0
+        sizes[np.uint64(keys[i]) >> sh] += 1
+    ptr = np.empty(nbuckets, np.uint64)
+    acc = np.uint64(0)
     for b in range(nbuckets):
         ptr[b] = acc
-        acc += sizes[b]
+        acc += np.uint64(sizes[b])
+    one = np.uint64(1)
     for i in range(keys.shape[0]):
-        b = keys[i] >> shift
-        out[ptr[b]] = keys[i]
-        ptr[b] += 1
+        k = keys[i]
+        b = np.uint64(k) >> sh
+        out[ptr[b]] = k
+        ptr[b] += one
 
 
 @njit(cache=True)
@@ -138,8 +144,9 @@ def count_buckets(keys: np.ndarray, shift: int, nbuckets: int, sizes: np.ndarray
     """Only the counts of bucket_keys (one rank keeps its keys where they are)."""
     for b in range(nbuckets):
         sizes[b] = 0
+    sh = np.uint64(shift)
     for i in range(keys.shape[0]):
-        sizes[keys[i] >> shift] += 1
+        sizes[np.uint64(keys[i]) >> sh] += 1
 
 
 @njit(cache=True)
@@ -182,7 +189,7 @@ def count_ranks(received: np.ndarray, min_key: int, counts: np.ndarray) -> None:
     for i in range(counts.shape[0]):
         counts[i] = 0
     for i in range(received.shape[0]):
-        counts[received[i] - min_key] += 1
+        counts[np.uint64(received[i] - min_key)] += 1
     for i in range(1, counts.shape[0]):
         counts[i] += counts[i - 1]
 
