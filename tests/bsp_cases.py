@@ -79,6 +79,7 @@ def run_all(engine) -> dict:
         s * 1000,
         d * 1000,
         vertices=mine,
+        edge_values={"w": ww},
         payload=Ragged(offsets, data),
         directed=False,
     )

@@ -80,6 +80,8 @@ class Mutations:
             tag=got_tag[order],
             values={k: v[order] for k, v in got_values.items()},
             payload=got_payload.take(order) if got_payload is not None else None,
+            edges=got_targets.take(order),
+            edge_values={k: r.take(order) for k, r in got_evals.items()},
         )
         if len(order):
             program.merge(part, batch)
@@ -88,16 +90,17 @@ class Mutations:
         dead = np.concatenate([removed, m_local]).astype(np.int64)
         part.alive[dead] = False
         keep &= part.alive[src_local]
-        n_moved = got_targets.lengths()
-        new_src = np.repeat(dst_local, n_moved)
-        moved_from = np.repeat(got_src, n_moved)
-        new_dst = got_targets.data
+        n_moved = batch.edges.lengths()  # the program's merge may have changed edge values
+        new_src = np.repeat(batch.dst_local, n_moved)
+        moved_from = np.repeat(batch.src_gid, n_moved)
+        new_dst = batch.edges.data
         moved_keep = (new_dst != part.gids[new_src]) & (new_dst != moved_from)
         all_src = np.concatenate([src_local, new_src])
         all_dst = np.concatenate([part.dst, new_dst])
         all_keep = np.concatenate([keep, moved_keep])
         all_evals = {
-            k: np.concatenate([part.edge_values[k], got_evals[k].data]) for k in part.edge_values
+            k: np.concatenate([part.edge_values[k], batch.edge_values[k].data])
+            for k in part.edge_values
         }
 
         # every rank renames edges to merged vertices and drops edges to removed ones

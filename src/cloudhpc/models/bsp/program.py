@@ -43,13 +43,18 @@ class Inbox:
 class MergeBatch:
     """Vertices merged into this partition's vertices at a barrier, sorted by (dst, tag, src):
     `dst_local[i]` absorbs the vertex `src_gid[i]`, whose values were `values[name][i]` and whose
-    payload row is `payload.row(i)` (None when the graph has no payload)."""
+    payload row is `payload.row(i)` (None when the graph has no payload). `edges.row(i)` are the
+    targets of its out-edges (those to dst and its own self-loops are dropped after the merge) and
+    `edge_values[name].row(i)` their edge arrays: a merge may change these in place (an edge's
+    orientation seen from the survivor, say) before they join dst's out-edges."""
 
     dst_local: np.ndarray
     src_gid: np.ndarray
     tag: np.ndarray
     values: dict[str, np.ndarray]
     payload: Ragged | None
+    edges: Ragged
+    edge_values: dict[str, Ragged]
 
 
 class VertexProgram:
