@@ -199,7 +199,7 @@ def _checked(path: str, cols: list[np.ndarray], where) -> Edges:
         if bad.any():
             r = int(np.argmax(bad))
             raise CloudhpcError(
-                f"edges file {path} {where(r)}: vertex id {c[r]!r} out of range "
+                f"edges file {path} {where(r)}: vertex id {_number(c[r])} out of range "
                 "(ids are integers >= 0)"
             )
         ids.append(c.astype(np.int64))
@@ -209,5 +209,12 @@ def _checked(path: str, cols: list[np.ndarray], where) -> Edges:
         bad = ~np.isfinite(w)
         if bad.any():
             r = int(np.argmax(bad))
-            raise CloudhpcError(f"edges file {path} {where(r)}: weight {w[r]!r} is not a number")
+            raise CloudhpcError(
+                f"edges file {path} {where(r)}: weight {_number(w[r])} is not a number"
+            )
     return ids[0], ids[1], w
+
+
+def _number(x) -> str:
+    x = float(x)
+    return str(int(x)) if x.is_integer() else repr(x)

@@ -148,12 +148,12 @@ def run_graph_app(ctx, app: GraphApp) -> dict[str, Any]:
     engine = engine_for(ctx)
     if not engine.spmd:
         raise CloudhpcError(SPMD_ONLY.format(engine.name))
-    with ctx.phase("jit"):
-        warm_up(app, params)
     with ctx.phase("generate" if params.get("generate") else "load"):
         src, dst, w, n = load_block(engine, params, app.weighted)
     if app.check_graph is not None:
         app.check_graph(engine, params, n, w)
+    with ctx.phase("jit"):  # after the input checks: bad input fails without this wait
+        warm_up(app, params)
     directed = bool(params.get("directed")) and not app.undirected_only
     with ctx.phase("init"):
         part = build_graph(
