@@ -92,8 +92,8 @@ def test_each_ranks_data_host_from_the_stripes():
     # 9 stripes of 10 bytes round-robin over a, b, c (stripe k on host k % 3)
     chunks = [(10 * k, 10, "abc"[k % 3]) for k in range(9)]
     assert rank_data_hosts(chunks, rank_extents(90, 9)) == list("abcabcabc")
-    # P = 3: rank r reads stripes 3r..3r+2, a third on each host: the first met wins
-    assert rank_data_hosts(chunks, rank_extents(90, 3)) == ["a", "a", "a"]
+    # P = 3: rank r reads stripes 3r..3r+2, a third on each host: the host of stripe r
+    assert rank_data_hosts(chunks, rank_extents(90, 3)) == ["a", "b", "c"]
     assert bytes_by_host(rank_extents(90, 3)[1], chunks) == {"a": 10, "b": 10, "c": 10}
     # P = 6: 15 bytes each; rank 1 holds 5 bytes of stripe 1 (b) and 10 of stripe 2 (c)
     assert rank_data_hosts(chunks, rank_extents(90, 6)) == list("acacac")

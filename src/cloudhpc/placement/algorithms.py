@@ -205,10 +205,18 @@ def bytes_by_host(extents: Sequence[Extent], chunks: Sequence[tuple[int, int, st
 
 
 def rank_data_hosts(chunks: Sequence[tuple[int, int, str]], extents_per_rank) -> list[str]:
-    """For each rank, the host holding most of its bytes (the first met on ties): with one
-    stripe per rank, the host of stripe r, as Algorithm 2 assumes."""
+    """For each rank r, the host holding most of its bytes. With one stripe per rank (the seed's
+    assumption, "the number of processes equal to the number of blocks striped across") that
+    is the host of stripe r, Algorithm 2's rule; when hosts hold as many of rank r's bytes
+    (fewer ranks than stripes), the host of stripe r among them, as Algorithm 2 reads
+    literally; else the first met."""
     hosts = []
-    for extents in extents_per_rank:
+    for r, extents in enumerate(extents_per_rank):
         held = bytes_by_host(extents, chunks)
-        hosts.append(max(held, key=lambda h: held[h]))  # max keeps the first on ties
+        most = max(held.values())
+        tied = [h for h, n in held.items() if n == most]
+        if len(tied) > 1 and r < len(chunks) and chunks[r][2] in tied:
+            hosts.append(chunks[r][2])
+        else:
+            hosts.append(tied[0])
     return hosts
