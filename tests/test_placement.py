@@ -111,3 +111,26 @@ def test_plans_as_hydra_and_slurm_host_files():
     assert runs(hosts) == [("h1", 2), ("h0", 1), ("h1", 1)]
     assert hydra_text(hosts, ["plan"]) == "# plan\nh1:2\nh0:1\nh1:1\n"
     assert slurm_text(hosts) == "h1\nh1\nh0\nh1\n"
+
+
+def test_placement_plan_on_any_command(tmp_path):
+    """--placement PLAN: rank r on the plan's r-th host (Hydra's -hosts in rank order)."""
+    from helpers import assert_one_line_error, run_cli
+
+    plan = tmp_path / "plan.hosts"
+    plan.write_text("# cloudhpc place: ...\nnodeA:2\nnodeB:1\nnodeA:1\n")
+    r = run_cli("bench", "pingpong", "--placement", str(plan), "--dry-run")
+    assert r.returncode == 0, r.stderr
+    assert "-hosts nodeA:2,nodeB:1,nodeA:1 -n 4" in r.stdout
+    hosts = tmp_path / "h"
+    hosts.write_text("nodeA:4 rack=r1\n")
+    for argv, what in (
+        (("-n", "3"), "-n 3 does not match --placement"),
+        (("--layout", "1x2x2"), "cannot be combined with --layout"),
+        (("--hosts", str(hosts)), "uses nodeB, not in"),
+    ):
+        assert_one_line_error(
+            run_cli("bench", "pingpong", "--placement", str(plan), *argv, "--dry-run"), what
+        )
+    r = run_cli("volume", "create", "x", "--hosts", str(hosts), "--layout", "stripe", str(plan))
+    assert_one_line_error(r, "lists real machines")

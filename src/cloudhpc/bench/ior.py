@@ -165,6 +165,8 @@ def main(ctx: RunContext) -> dict:
 
         with open(p["manifest"]) as fh:
             manifest = json.load(fh)
+    if manifest is None and p["write"] and not p.get("keep"):
+        ctx.temporary(_test_path(p, ctx.rank))  # removed however the run ends
     rows, extras = [], []
     for it in range(p["iterations"]):
         phases = (["write"] if p["write"] else []) + (["read"] if p["read"] else [])
