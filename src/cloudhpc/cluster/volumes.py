@@ -309,7 +309,6 @@ def create(
     check_ready(cluster)
     chosen = [h for _, h, _ in hosts]
     racks = {h.name: rack for _, h, rack in hosts}
-    start_services(cluster, chosen)
     taken: dict[str, int] = {}
     entries = []
     for base, path, size in sources:
@@ -323,6 +322,7 @@ def create(
     final = {h.name: host_root(h) / name for h in chosen}
     placed: list[Path] = []
     try:
+        start_services(cluster, chosen)  # a host down: one line, and nothing copied
         for p in partial.values():
             p.mkdir(parents=True)
         done = 0
