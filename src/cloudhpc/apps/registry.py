@@ -35,6 +35,9 @@ BUILTIN: dict[str, str] = {
     "hep": "cloudhpc.apps.hep.cli",
     "kmeans": "cloudhpc.apps.kmeans.cli",
     "matmul": "cloudhpc.apps.matmul.cli",
+    "pagerank": "cloudhpc.apps.pagerank.cli",
+    "components": "cloudhpc.apps.components.cli",
+    "sssp": "cloudhpc.apps.sssp.cli",
     "swg": "cloudhpc.apps.swg.cli",
     "wave": "cloudhpc.apps.wave.cli",
 }
