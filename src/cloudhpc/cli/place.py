@@ -41,10 +41,15 @@ examples:
 
 def add_parser(subparsers) -> None:
     p = add_subparser(subparsers, "place", "place ranks next to a volume's data", DESCRIPTION)
-    p.add_argument("--volume", required=True, metavar="NAME")
+    p.add_argument("--volume", required=True, metavar="NAME", help="the volume the ranks read")
     p.add_argument("--file", metavar="NAME", help="the volume's file (default: its only one)")
     p.add_argument("-n", "--np", type=int, required=True, metavar="P", help="number of ranks")
-    p.add_argument("--policy", required=True, choices=("data-aware", "matchmaking"))
+    p.add_argument(
+        "--policy",
+        required=True,
+        choices=("data-aware", "matchmaking"),
+        help="data-aware: Algorithm 1 (distribute) or 2 (stripe); matchmaking: most free slots",
+    )
     p.add_argument("--hosts", metavar="FILE", help="hosts to use (default: the whole cluster)")
     p.add_argument("--slots", metavar="FILE", help="free slots per host now (host:free lines)")
     p.add_argument("--block", metavar="BYTES", help="IOR -b: each rank's block per segment")
