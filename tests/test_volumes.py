@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -338,3 +341,28 @@ def test_a_failed_create_leaves_no_half_volume(three, data):
         assert not volumes.host_root(h).exists()  # no copies, and no idle service left
     assert not _dataserve_pids(c)
     assert subprocess.run(["pgrep", "-f", f"dataserve serve {c.hosts[0].scratch}"]).returncode
+
+
+@needs_root
+def test_sigterm_during_create_leaves_nothing(three, tmp_path):
+    """A real SIGTERM to `cloudhpc volume create` half-way: exit 143, no copy, no manifest."""
+    c = three
+    big = tmp_path / "big.dat"
+    with open(big, "wb") as fh:
+        fh.truncate(1 << 30)  # 1 GiB (sparse): long enough to be stopped while copying
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cloudhpc", "volume", "create", "vt", "--hosts", c.hosts_file,
+         "--layout", "stripe", "--stripe-size", "1m", str(big)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not list(volumes.host_root(c.hosts[2]).glob(".vt.partial-*/big.dat")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "interrupted (SIGTERM)" in err and "Traceback" not in err
+    assert not volumes.manifest_path(c, "vt").exists()
+    for h in c.hosts:
+        assert not volumes.host_root(h).exists()
