@@ -78,7 +78,7 @@ def probe(hosts: Sequence[dict], port: int) -> dict[str, str]:
     return {h["name"]: a for h, a in zip(hosts, answers.values(), strict=True)}
 
 
-def start_services(hosts: Sequence[dict], port: int, wait_s: float = 30.0) -> None:
+def start_services(hosts: Sequence[dict], port: int, wait_s: float = 60.0) -> None:
     """Start the data service of each host whose service does not answer; wait for all."""
     todo = [h for h, a in zip(hosts, probe(hosts, port).values(), strict=True) if a != "ok"]
     for h in todo:

@@ -53,7 +53,7 @@ LAYOUTS = ("distribute", "stripe")
 DISTRIBUTE_BY = ("hash", "space")
 CHECK_BLOCK = 64 * 1024  # bytes per CRC-32 in the manifest; reads are checked block by block
 COPY_PIECE = 4 * 1024 * 1024  # a multiple of CHECK_BLOCK
-SERVICE_START_S = 20.0
+SERVICE_START_S = 60.0
 
 
 def parse_bytes(text: str | int, what: str) -> int:
