@@ -139,6 +139,7 @@ def main() -> None:
                 "local_fraction": got["local_fraction"],
                 "path": path,
                 "notes": got["notes"],
+                "ranks": [r["host"].rsplit("-", 1)[1] for r in got["ranks"]],
             }
         for rnd in range(args.rounds):
             for i, (situation, layout, p, _) in enumerate(keys[::2]):
