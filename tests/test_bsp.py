@@ -71,6 +71,7 @@ def check_results(out):
     smallest = {c: min(np.flatnonzero(comp == c)) for c in set(comp)}
     assert out["components"] == [float(smallest[c]) for c in comp]
     assert out["components"][35:] == [35.0, 36.0, 37.0, 38.0, 39.0]  # isolated vertices
+    assert out["components_modulo"] == out["components"]
 
     wmin = np.full((V, V), np.inf)
     np.minimum.at(wmin, (src, dst), w)

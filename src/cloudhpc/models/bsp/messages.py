@@ -23,6 +23,7 @@ from .kernels import (
     identity,
     per_edge_messages,
     routing_plan,
+    scatter_all,
     scatter_along_edges,
 )
 from .partition import Partition
@@ -69,6 +70,11 @@ class Outbox:
             self.send(gids, pay)
             return
         plan = self._plan()
+        if self.plan_acc is None and mask.all():
+            self.plan_acc = np.full(len(plan[1]), identity(self.combiner, self.dtype), self.dtype)
+            self.plan_has = np.ones(len(plan[1]), dtype=np.bool_)
+            self.made += scatter_all(part.offsets, plan[0], values, w, code, self.op, self.plan_acc)
+            return
         if self.plan_acc is None:
             self.plan_acc = np.empty(len(plan[1]), dtype=self.dtype)
             self.plan_has = np.zeros(len(plan[1]), dtype=np.bool_)
