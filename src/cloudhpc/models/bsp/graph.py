@@ -83,14 +83,9 @@ def build_graph(
     if vertex_payload is not None:
         got_ids, got_rows = vertex_payload
         where = part.local_index(got_ids)
-        rows = np.full(part.n_local, -1, dtype=np.int64)
+        rows = np.full(part.n_local, len(got_ids), dtype=np.int64)  # default: an empty row
         rows[where] = np.arange(len(got_ids))
-        empty = Ragged(np.zeros(2, np.int64), got_rows.data[:0])
-        data = Ragged(
-            np.concatenate([got_rows.offsets, [got_rows.offsets[-1]]]),
-            np.concatenate([got_rows.data, empty.data]),
-        )
-        rows[rows < 0] = len(got_ids)  # vertices without a payload row get an empty one
+        data = Ragged(np.append(got_rows.offsets, got_rows.offsets[-1]), got_rows.data)
         part.payload = data.take(rows)
     return part
 

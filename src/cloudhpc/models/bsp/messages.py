@@ -12,7 +12,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...engines.base import Engine
-from .exchange import Routed, exchange
+from .exchange import exchange
 from .kernels import (
     OPS,
     combine_by_key,
@@ -148,6 +148,3 @@ def _deliver_with(local, vals, fn, inbox, has) -> None:
     keys, rows = combine_by_key_with(local[keep], vals[keep], fn)
     inbox[keys] = rows
     has[keys] = True
-
-
-__all__ = ["Outbox", "Routed"]
