@@ -96,21 +96,31 @@ class Outbox:
     def deliver(self) -> Inbox:
         """Exchange everything sent (collective) and return this partition's next inbox."""
         part, n = self.part, self.part.n_local
-        plan_used = self.engine.allreduce(np.array([self.plan_acc is not None], np.int64), "max")
         if self.batches:
             gids = np.concatenate([b[0] for b in self.batches])
             pay = np.concatenate([b[1] for b in self.batches])
         else:
             gids = np.empty(0, np.int64)
             pay = np.empty((0, self.width), self.dtype)
-        if self.combiner is not None and len(gids):
-            if self.op is not None:
-                gids, pay = combine_by_key(gids, pay, self.op)
-            else:
-                gids, pay = combine_by_key_with(gids, pay, self.combiner)
-        got_gids, got_pay = exchange(self.engine, part.owner(gids), gids, pay)
-        local = part.local_index(got_gids)
-        delivered = len(got_gids)
+        # one small collective decides which exchanges happen at all: messages by id anywhere,
+        # routing-plan messages anywhere, and whether some rank's plan slots are partly empty
+        # (then a flag per slot travels too)
+        plan_partial = self.plan_acc is None or not self.plan_has.all()
+        flags = self.engine.allreduce(
+            np.array([len(gids) > 0, self.plan_acc is not None, plan_partial], np.int64), "max"
+        )
+        delivered = 0
+        if flags[0]:
+            if self.combiner is not None and len(gids):
+                if self.op is not None:
+                    gids, pay = combine_by_key(gids, pay, self.op)
+                else:
+                    gids, pay = combine_by_key_with(gids, pay, self.combiner)
+            got_gids, got_pay = exchange(self.engine, part.owner(gids), gids, pay)
+            local = part.local_index(got_gids)
+            delivered = len(got_gids)
+        else:
+            local, got_pay = np.empty(0, np.int64), pay
         if self.combiner is None:
             keep = local >= 0
             offsets, order = csr_from_sources(local[keep], n)
@@ -123,11 +133,11 @@ class Outbox:
             deliver_dense(local, got_pay, self.op, inbox, has)
         else:
             _deliver_with(local, got_pay, self.combiner, inbox, has)
-        if plan_used[0]:
-            delivered += self._deliver_plan(inbox, has)
+        if flags[1]:
+            delivered += self._deliver_plan(inbox, has, bool(flags[2]))
         return Inbox(has=has, values=inbox, delivered=delivered)
 
-    def _deliver_plan(self, inbox: np.ndarray, has: np.ndarray) -> int:
+    def _deliver_plan(self, inbox: np.ndarray, has: np.ndarray, partial: bool) -> int:
         edge_slot, slot_gids, counts, recv_local = self._plan()
         if self.plan_acc is None:
             acc = np.full(len(slot_gids), identity(self.combiner, self.dtype), dtype=self.dtype)
@@ -135,7 +145,10 @@ class Outbox:
         else:
             acc, sent = self.plan_acc, self.plan_has
         got = self.engine.alltoallv(acc, counts)
-        got_sent = self.engine.alltoallv(sent.view(np.uint8), counts).view(np.bool_)
+        if partial:
+            got_sent = self.engine.alltoallv(sent.view(np.uint8), counts).view(np.bool_)
+        else:  # every slot of every rank carries a message
+            got_sent = np.ones(len(got), dtype=np.bool_)
         deliver_dense_masked(recv_local, got, got_sent, self.op, inbox, has)
         return int(np.count_nonzero(got_sent))
 

@@ -65,7 +65,7 @@ def run_bsp(
     globals_: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
     halted_by = "limit"
-    names = sorted(program.aggregators)
+    by_op = {op: sorted(n for n, o in program.aggregators.items() if o == op) for op in AGG_OPS}
     s = 0
     while s < limit:
         wake = inbox.has & part.alive
@@ -83,19 +83,31 @@ def run_bsp(
         with timer.phase("communicate"):
             inbox = outbox.deliver()
             local = step._aggregates
+            next_active = np.count_nonzero(part.alive & (~halted | inbox.has))
+            # two reductions per superstep: the counts and sum aggregators, then the seconds
+            # and min/max aggregators (a min as the max of its negation)
             sums = [
                 np.count_nonzero(active),
                 outbox.made,
                 inbox.delivered,
                 mutations.count,
                 np.count_nonzero(part.alive),
+                next_active,
             ]
-            sums += [local.get(n, 0.0) for n in names if program.aggregators[n] == "sum"]
+            sums += [local.get(n, 0.0) for n in by_op["sum"]]
             tot = engine.allreduce(np.array(sums, dtype=np.float64), "sum")
-            aggregated = _reduce_others(engine, program, names, local)
-            sum_names = [n for n in names if program.aggregators[n] == "sum"]
-            aggregated.update({n: float(v) for n, v in zip(sum_names, tot[5:], strict=True)})
-        t2 = time.perf_counter()
+            t2 = time.perf_counter()
+            maxes = [t1 - t0, t2 - t1]
+            maxes += [local.get(n, -np.inf) for n in by_op["max"]]
+            maxes += [-local.get(n, np.inf) for n in by_op["min"]]
+            top = engine.allreduce(np.array(maxes, dtype=np.float64), "max")
+        aggregated = dict(zip(by_op["sum"], map(float, tot[6:]), strict=True))
+        aggregated.update(
+            zip(by_op["max"], map(float, top[2 : 2 + len(by_op["max"])]), strict=True)
+        )
+        aggregated.update(
+            zip(by_op["min"], (-float(x) for x in top[2 + len(by_op["max"]) :]), strict=True)
+        )
         row = {
             "superstep": s,
             "vertices": int(tot[4]),
@@ -103,23 +115,27 @@ def run_bsp(
             "messages": int(tot[1]),
             "delivered": int(tot[2]),
             "mutations": int(tot[3]),
+            "compute_s": float(top[0]),
+            "communicate_s": float(top[1]),
         }
+        active_next, alive_next = int(tot[5]), int(tot[4])
         if tot[3] > 0:
             with timer.phase("mutate"):
                 row.update(mutations.apply(engine, part, program))
                 inbox.has &= part.alive
-        next_active = np.count_nonzero(part.alive & (~halted | inbox.has))
-        counts = engine.allreduce(np.array([next_active, np.count_nonzero(part.alive)]), "sum")
-        times = engine.allreduce(np.array([t1 - t0, t2 - t1]), "max")
-        row.update(compute_s=float(times[0]), communicate_s=float(times[1]))
+                next_active = np.count_nonzero(part.alive & (~halted | inbox.has))
+                counts = engine.allreduce(
+                    np.array([next_active, np.count_nonzero(part.alive)]), "sum"
+                )
+            active_next, alive_next = int(counts[0]), int(counts[1])
         rows.append(row)
         master = Master(
             superstep=s,
             phase=phase,
             aggregated=aggregated,
-            active=int(counts[0]),
+            active=active_next,
             messages=int(tot[1]),
-            vertices=int(counts[1]),
+            vertices=alive_next,
             globals=globals_,
         )
         program.master(master)
@@ -132,19 +148,7 @@ def run_bsp(
         if master.halted:
             halted_by = "master"
             break
-        if counts[0] == 0 and not master.woken:
+        if active_next == 0 and not master.woken:
             halted_by = "vote"
             break
     return BSPResult(s, halted_by, aggregated, phase, globals_, rows)
-
-
-def _reduce_others(engine: Engine, program, names, local) -> dict[str, float]:
-    out = {}
-    for op in ("min", "max"):
-        mine = [n for n in names if program.aggregators[n] == op]
-        if not mine:
-            continue
-        ident = np.inf if op == "min" else -np.inf
-        vals = np.array([local.get(n, ident) for n in mine], dtype=np.float64)
-        out.update(zip(mine, map(float, engine.allreduce(vals, op)), strict=True))
-    return out
