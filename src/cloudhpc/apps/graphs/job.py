@@ -215,5 +215,25 @@ def run_graph_app(ctx, app: GraphApp) -> dict[str, Any]:
         "verified": verified,
         "outputs": outputs,
         "report": f"{app.name}: {n} vertices, {n_input} edges, {result.supersteps} supersteps "
-        f"({result.halted_by}){text}{check}",
+        f"({result.halted_by}){text}{check}\n{superstep_table(result.rows)}",
     }
+
+
+def superstep_table(rows: list[dict[str, Any]], limit: int = 8) -> str:
+    """The record's per-superstep rows as text (the first and last ones when there are many)."""
+    shown: list[dict[str, Any] | None] = list(rows)
+    if len(rows) > limit:
+        shown = [*rows[: limit - 3], None, *rows[-2:]]
+    lines = [
+        f"{'superstep':>9} {'active':>10} {'messages':>12} {'delivered':>11} "
+        f"{'compute ms':>11} {'communicate ms':>15}"
+    ]
+    for r in shown:
+        if r is None:
+            lines.append(f"{'...':>9}")
+            continue
+        lines.append(
+            f"{r['superstep']:>9} {r['active']:>10} {r['messages']:>12} {r['delivered']:>11} "
+            f"{r['compute_s'] * 1e3:>11.2f} {r['communicate_s'] * 1e3:>15.2f}"
+        )
+    return "\n".join(lines)
