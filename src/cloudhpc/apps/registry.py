@@ -51,6 +51,7 @@ MAINS = Registry(
         "bench.bw": "cloudhpc.bench.p2p:bw",
         "bench.bibw": "cloudhpc.bench.p2p:bibw",
         "bench.coll": "cloudhpc.bench.coll:main",
+        "bench.ior": "cloudhpc.bench.ior:main",  # IOR patterns over test files and volumes
         "bench.tasks": "cloudhpc.bench.tasks:main",  # map-only per-task overhead, any engine
         "npb": "cloudhpc.npb.app:main",
         "selftest": "cloudhpc.apps.selftest.job:main",  # a rank that fails or crashes on purpose
