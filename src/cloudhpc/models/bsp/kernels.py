@@ -276,3 +276,14 @@ def rename_targets(
                 break
             h = (h + 1) & (cap - 1)
     return changed
+
+
+def all_kernels() -> tuple:
+    """Every numba kernel of the model (for cloudhpc.jit.load in an app's warm-up)."""
+    from . import hashing
+
+    mine = [v for v in globals().values() if hasattr(v, "_cache") and hasattr(v, "py_func")]
+    theirs = [
+        getattr(hashing, n) for n in ("owners_of", "table_build", "table_lookup", "dense_lookup")
+    ]
+    return (*mine, *theirs)
