@@ -11,7 +11,7 @@ import textwrap
 
 from helpers import run_json
 
-KERNELS = '''
+KERNELS = """
 import numpy as np
 from numba import prange
 
@@ -29,9 +29,9 @@ def total(x):
 @kernel
 def fill(out, value):
     out[:] = np.full(len(out), value)
-'''
+"""
 
-SCRIPT = '''
+SCRIPT = """
 import json, sys
 import numpy as np
 import numba
@@ -52,7 +52,7 @@ result = {
     "fresh": numba.njit(lambda n: np.zeros(n).sum() + n)(3),  # a new compile still works
 }
 print(json.dumps(result))
-'''
+"""
 
 
 def _run(tmp_path, threads: int) -> dict:
