@@ -16,12 +16,11 @@ import numpy as np
 from ...engines.registry import engine_for
 from ...engines.serial import SerialEngine
 from ...errors import CloudhpcError
-from ...jit import load
+from ...jit import load_packages
 from ...models.bsp import BSPResult, VertexProgram, build_graph, gather_values, run_bsp
-from ...models.bsp.kernels import all_kernels
 from ...models.bsp.runner import SPMD_ONLY
 from ..arrays import block_range, save_npy_atomic, write_atomic
-from .generate import _rmat_ids, generate_edges
+from .generate import generate_edges
 from .inputs import edge_format, edge_rows, read_block, read_text
 from .options import MAX_VERTICES, edge_count
 
@@ -48,6 +47,14 @@ def graph_main(app: GraphApp) -> Callable[[Any], dict[str, Any]]:
 
     main.__doc__ = f"The {app.name} job (bsp model)."
     return main
+
+
+def load_kernels(app: GraphApp) -> None:
+    """Every kernel of the run from numba's cache (cloudhpc.jit, without numba's first-call
+    start-up): the graph apps' (generator), the bsp model's and the app package's."""
+    bsp_package = BSPResult.__module__.rpartition(".")[0]  # cloudhpc.models.bsp
+    app_package = app.program.__module__.rpartition(".")[0]  # cloudhpc.apps.pagerank, ...
+    load_packages(__package__, bsp_package, app_package)
 
 
 def warm_up(app: GraphApp, params: dict[str, Any]) -> None:
@@ -152,8 +159,8 @@ def run_graph_app(ctx, app: GraphApp) -> dict[str, Any]:
     engine = engine_for(ctx)
     if not engine.spmd:
         raise CloudhpcError(SPMD_ONLY.format(engine.name))
-    with ctx.phase("jit"):  # numba's cached code, without its first-call start-up
-        load(*all_kernels(), _rmat_ids, *app.kernels)
+    with ctx.phase("jit"):  # cached kernels only (fast); warm_up below compiles on a cold cache
+        load_kernels(app)
     with ctx.phase("generate" if params.get("generate") else "load"):
         src, dst, w, n = load_block(engine, params, app.weighted)
     if app.check_graph is not None:
