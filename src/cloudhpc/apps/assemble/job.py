@@ -1,0 +1,105 @@
+"""The assemble job (app "assemble"; options in cli.py).
+
+Phases: `jit` (numba's cache), `read` and `count` (the map-reduce: parsing chunks, counting
+k-mers, the shuffle and reduce), `build` (histogram, filter, the graph), `compress`, `tips`,
+`bubbles` (simplification), `write` (contigs.fa, stats.json), `check` (mappy against
+--reference). Scaffolding is not implemented, so there is no `scaffold` phase.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from ...atomic import write_json
+from ...engines import engine_for
+from ...paths import make_output_dir
+from .cli import input_files, validate
+from .contigs import basic_stats, select, write_contigs
+from .graph import (
+    check_memory,
+    count_kmers_mr,
+    coverage_histogram,
+    filter_partition,
+    first_minimum,
+    input_bases,
+)
+from .graph_kernels import warm_up as warm_graph
+from .kernels import warm_up
+from .reads import plan_chunks
+from .reference import evaluate, passes
+from .simplify_job import simplify
+
+
+def main(ctx) -> dict[str, Any]:
+    p = ctx.params
+    validate(p, ctx.size)
+    k = int(p["k"])
+    with ctx.phase("jit"):
+        warm_up()
+        warm_graph()
+    engine = engine_for(ctx)
+    chunks = plan_chunks(input_files(p))
+    bases_bound = input_bases(chunks)
+    memory = {}
+    if p.get("memory_check", True):
+        ranks_here = ctx.size  # ranks on this host (one host here; a hosts file spreads them)
+        memory = check_memory(bases_bound, k, ranks_here)
+
+    kv, counting = count_kmers_mr(
+        engine, chunks, k, ctx, progress=lambda d, n: ctx.progress(d, n, "chunks")
+    )
+    if counting["bases"] == 0:
+        ctx.fail("the input holds no bases (empty reads)")
+    with ctx.phase("build"):
+        hist = coverage_histogram(engine, kv.values[:, 0])
+        min_count = p.get("min_count") or first_minimum(hist)
+        part = filter_partition(kv, int(min_count))
+        del kv
+    result = simplify(ctx, engine, part, p)
+    record: dict[str, Any] = {}
+    if not ctx.is_root:
+        return record
+    unitigs = result.unitigs
+    min_contig = int(p.get("min_contig") or 2 * k)
+    contigs = select(unitigs.codes, unitigs.offsets, unitigs.coverage, min_contig)
+    stats = basic_stats(contigs)
+    ev = None
+    verified = None
+    if p.get("reference"):
+        with ctx.phase("check"):
+            ev = evaluate(contigs, p["reference"])
+        if p.get("check"):
+            verified = passes(ev)
+    with ctx.phase("write"):
+        out = make_output_dir(p["out"])
+        summary = {
+            "k": k,
+            "min_count": int(min_count),
+            "histogram": hist[:64].tolist(),
+            **stats,
+            **(ev or {}),
+            "counting": counting,
+            "simplification": result.counts,
+            "graph_sizes": result.sizes,
+        }
+        fasta = write_contigs(os.path.join(out, "contigs.fa"), contigs)
+        stats_path = write_json(os.path.join(out, "stats.json"), summary)
+    metrics = {**stats, **(ev or {}), "k": k, "min_count": int(min_count)}
+    metrics.update(counting)
+    metrics.update({f"{n}_removed": v for n, v in result.counts.items()})
+    metrics.update(memory)
+    rows = [{"phase": name, **size} for name, size in result.sizes]
+    check = "" if verified is None else f", check {'passed' if verified else 'FAILED'}"
+    ng = f", NG50 {ev['ng50']:,}, genome fraction {ev['genome_fraction']:.4f}" if ev else ""
+    record.update(
+        metrics=metrics,
+        rows=rows,
+        verified=verified,
+        outputs=[fasta, stats_path],
+        graph_sizes=result.sizes,
+        histogram=hist[:64].tolist(),
+        report=f"assemble k={k}: {stats['contigs']} contigs, {stats['total_length']:,} bp, "
+        f"largest {stats['largest']:,}, N50 {stats['n50']:,}{ng}{check}",
+    )
+    return record
