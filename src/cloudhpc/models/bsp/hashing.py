@@ -1,0 +1,85 @@
+"""Where a vertex lives: the owner rank of a global id, and a partition's id -> local index table.
+
+Two partitioners: `modulo` (owner = id % P; dense ids 0..V-1 then sit at local index id // P, no
+table needed) and `hash` (owner = splitmix64(id) % P, for sparse ids such as k-mer codes, whose low
+bits are not uniform). A partition of sparse ids looks ids up in an open-addressing table (linear
+probing, power-of-two capacity, load <= 1/2) built once: vertices are never re-numbered (removal
+only marks them dead), so the table stays valid for the whole run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+EMPTY = -1  # table slot without a key (global ids are >= 0)
+PARTITIONERS = ("modulo", "hash")
+
+
+@njit(cache=True, inline="always")
+def mix64(x: np.int64) -> np.uint64:
+    z = np.uint64(x) + np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return z ^ (z >> np.uint64(31))
+
+
+@njit(cache=True)
+def owners_of(gids: np.ndarray, size: int, hashed: bool) -> np.ndarray:
+    """The rank that owns each global id."""
+    out = np.empty(len(gids), dtype=np.int64)
+    p = np.uint64(size)
+    for i in range(len(gids)):
+        if hashed:
+            out[i] = np.int64(mix64(gids[i]) % p)
+        else:
+            out[i] = gids[i] % size
+    return out
+
+
+@njit(cache=True)
+def table_build(keys: np.ndarray) -> np.ndarray:
+    """An open-addressing table of (key, index) pairs for distinct keys >= 0: shape (cap, 2)."""
+    cap = 16
+    while cap < 2 * len(keys):
+        cap *= 2
+    table = np.full((cap, 2), EMPTY, dtype=np.int64)
+    mask = np.uint64(cap - 1)
+    for i in range(len(keys)):
+        h = np.int64(mix64(keys[i]) & mask)
+        while table[h, 0] != EMPTY and table[h, 0] != keys[i]:
+            h = (h + 1) & (cap - 1)
+        table[h, 0] = keys[i]
+        table[h, 1] = i
+    return table
+
+
+@njit(cache=True)
+def table_lookup(table: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Index of each key in the table, -1 when absent."""
+    cap = table.shape[0]
+    mask = np.uint64(cap - 1)
+    out = np.empty(len(keys), dtype=np.int64)
+    for i in range(len(keys)):
+        k = keys[i]
+        h = np.int64(mix64(k) & mask)
+        out[i] = -1
+        while table[h, 0] != EMPTY:
+            if table[h, 0] == k:
+                out[i] = table[h, 1]
+                break
+            h = (h + 1) & (cap - 1)
+    return out
+
+
+@njit(cache=True)
+def dense_lookup(gids: np.ndarray, rank: int, size: int, n_local: int) -> np.ndarray:
+    """Local index of ids owned by `rank` under the modulo partitioner (-1: not a local vertex)."""
+    out = np.empty(len(gids), dtype=np.int64)
+    for i in range(len(gids)):
+        g = gids[i]
+        if g >= 0 and g % size == rank and g // size < n_local:
+            out[i] = g // size
+        else:
+            out[i] = -1
+    return out
