@@ -91,6 +91,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     a.add_argument("--seed", type=int, default=0, help="seed of the random head/tail tags")
     a.add_argument(
+        "--simplify",
+        choices=("bsp", "serial"),
+        default="bsp",
+        help="bsp: vertex programs on the BSP model over all ranks (default); serial: the "
+        "reference walk over the whole graph on rank 0 (same contigs)",
+    )
+    a.add_argument(
         "--no-memory-check",
         action="store_true",
         help="skip the estimate of the counting's memory against the host's",
@@ -113,6 +120,7 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "rounds": args.rounds,
         "min_contig": args.min_contig,
         "seed": args.seed,
+        "simplifier": args.simplify,
         "memory_check": not args.no_memory_check,
         "out": os.path.abspath(args.out),
     }
@@ -143,6 +151,8 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
         v = params.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):
             raise CloudhpcError(f"--{key.replace('_', '-')} must be an integer >= {low}")
+    if params.get("simplifier", "bsp") not in ("bsp", "serial"):
+        raise CloudhpcError(f"unknown --simplify {params.get('simplifier')!r}")
     ident = params.get("bubble_identity", 0.9)
     if not 0.0 <= float(ident) <= 1.0:
         raise CloudhpcError("--bubble-identity must be between 0 and 1")

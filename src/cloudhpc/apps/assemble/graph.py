@@ -83,8 +83,10 @@ def count_kmers_mr(
     timer,
     progress: Callable[[int, int], None] | None = None,
     memory_budget: int | None = None,
+    partitioner: Callable[[np.ndarray, int], np.ndarray] | None = None,
 ) -> tuple[KeyValues, dict[str, int]]:
-    """This worker's partition of the k-mer table: sorted keys, (n, 9) int32 counts."""
+    """This worker's partition of the k-mer table: sorted keys, (n, 9) counts. `partitioner`
+    places each k-mer on a worker (the BSP graph's owner, so the graph is built in place)."""
     bases = [0]
     done = [0]
 
@@ -106,6 +108,7 @@ def count_kmers_mr(
         mapper,
         "sum",
         combiner="sum",
+        partitioner=partitioner,
         schedule="dynamic",
         gather=False,
         memory_budget=memory_budget,

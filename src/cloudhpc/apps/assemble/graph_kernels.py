@@ -360,9 +360,23 @@ def _rc_codes(c):
 
 
 @njit(cache=True, nogil=True)
-def pop_bubbles(order, gkeys, flip, cov, codes, offs, max_diff, min_identity):
+def unitig_minkey(keys, path, starts):
+    """The smallest canonical k-mer of each unitig: a name independent of how it was built."""
+    nu = len(starts) - 1
+    out = np.empty(nu, dtype=np.int64)
+    for u in range(nu):
+        m = keys[path[starts[u]]]
+        for t in range(starts[u], starts[u + 1]):
+            m = min(m, keys[path[t]])
+        out[u] = m
+    return out
+
+
+@njit(cache=True, nogil=True)
+def pop_bubbles(order, gkeys, flip, cov, minkey, codes, offs, max_diff, min_identity):
     """Walk the candidates sorted by key; in each group of parallel paths keep the one of
-    highest coverage and mark the others (within the length and identity bounds) for removal."""
+    highest coverage (fixed point, ties: smallest min key) and mark the others (within the
+    length and identity bounds) for removal."""
     n = len(order)
     remove = np.zeros(len(cov), dtype=np.bool_)
     i = 0
@@ -381,7 +395,8 @@ def pop_bubbles(order, gkeys, flip, cov, codes, offs, max_diff, min_identity):
         if j - i >= 2:
             best = order[i]
             for t in range(i, j):
-                if cov[order[t]] > cov[best]:
+                c, cb = cov[order[t]], cov[best]
+                if c > cb or (c == cb and minkey[order[t]] < minkey[best]):
                     best = order[t]
             bc = codes[offs[best] : offs[best + 1]]
             if flip[best]:

@@ -22,6 +22,7 @@ from .graph_kernels import (
     pop_bubbles,
     unitig_coverage,
     unitig_links,
+    unitig_minkey,
 )
 
 
@@ -96,8 +97,9 @@ def remove_bubbles(g: Graph, u: Unitigs, max_len: int, max_diff: int, min_identi
         return 0
     ck = keys[cand]
     order = cand[np.lexsort((ck[:, 3], ck[:, 2], ck[:, 1], ck[:, 0]))]
-    cov = unitig_coverage(g.counts, u.path, u.starts)
+    cov = (unitig_coverage(g.counts, u.path, u.starts) * 1e6).astype(np.int64)  # as the BSP's
+    minkey = unitig_minkey(g.keys, u.path, u.starts)
     codes, offs = all_unitig_codes(g.keys, u.path, u.porient, u.starts, g.k)
-    remove = pop_bubbles(order, keys, flip, cov, codes, offs, max_diff, min_identity)
+    remove = pop_bubbles(order, keys, flip, cov, minkey, codes, offs, max_diff, min_identity)
     kill_nodes(g.keys, g.masks, g.alive, u.nodes_of(remove), g.k)
     return int(remove.sum())
