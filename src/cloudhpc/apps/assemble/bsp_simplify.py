@@ -35,7 +35,6 @@ from ...models.bsp import (
     Ragged,
     VertexProgram,
     build_graph,
-    concat_payload,
     run_bsp,
 )
 from .bsp_kernels import (
@@ -44,6 +43,7 @@ from .bsp_kernels import (
     compress_merges,
     compress_tags,
     hello,
+    join_payload,
     kmer_edges,
     kmer_payload,
     moved_edge_sides,
@@ -108,9 +108,12 @@ class Simplify(VertexProgram):
         flip = head_side == own_side
         pay = batch.payload
         incoming = Ragged(pay.offsets, revcomp_rows(pay.offsets, pay.data, flip))
-        part.payload = concat_payload(
-            part.payload, batch.dst_local, incoming, prepend=head_side == 0, trim=self.cfg.k - 1
-        )
+        own = part.payload
+        off, data = join_payload(
+            own.offsets, own.data, part.alive, batch.dst_local, incoming.offsets, incoming.data,
+            head_side == 0, self.cfg.k - 1,
+        )  # fmt: skip
+        part.payload = Ragged(off, data)
         vals = part.values
         np.add.at(vals["cov"], batch.dst_local, batch.values["cov"])
         np.add.at(vals["nk"], batch.dst_local, batch.values["nk"])
