@@ -106,7 +106,7 @@ def test_reads_are_split_at_n(tmp_path):
     fq = tmp_path / "n.fq"
     fq.write_text("@a\nACGNNAC\n+\nIIIIIII\n")
     codes = read_chunk(plan_chunks([str(fq)])[0])
-    assert codes.tolist() == [0, 1, 2, 4, 4, 0, 1, 4]
+    assert codes.tolist() == [0, 1, 2, 5, 5, 0, 1, 4]
 
 
 @pytest.mark.parametrize(
@@ -193,6 +193,26 @@ def test_repeats_break_contigs_without_misassembly(tmp_path):
     m = rec["metrics"]
     assert rec["verified"] is True and m["misassemblies"] == 0
     assert m["contigs"] >= 3 and m["genome_fraction"] > 0.97  # one copy of the repeat
+
+
+def test_paired_reads_scaffold_across_repeats(tmp_path):
+    g = random_genome(50_000, 4, repeat_length=300, repeat_copies=5)
+    ref = write_fasta(str(tmp_path / "genome.fa"), "genome", g.codes)
+    r1, r2 = simulate_reads(g, 30, 100, error_rate=0.005, paired=True, insert_mean=500,
+                            insert_sd=30, seed=4)  # fmt: skip
+    write_fastq(str(tmp_path / "r1.fq"), r1, suffix="/1")
+    write_fastq(str(tmp_path / "r2.fq.gz"), r2, suffix="/2")
+    out = tmp_path / "o"
+    pairs = (str(tmp_path / "r1.fq"), str(tmp_path / "r2.fq.gz"))
+    rec = run_json("run", "assemble", "--pairs", *pairs, "--out", str(out), "--reference", ref,
+                   "--check", "-n", "2")  # fmt: skip
+    m = rec["metrics"]
+    assert rec["verified"] is True
+    assert abs(m["insert_size"] - 500) < 30 and m["links"] > 0
+    assert m["scaffold_contigs"] < m["contigs"] and m["scaffold_n50"] > 2 * m["n50"]
+    assert m["scaffold_misassemblies"] == 0 and m["misassemblies"] == 0
+    text = (out / "scaffolds.fa").read_text()
+    assert "N" * 10 in text  # gaps across the repeats
 
 
 # --- bad input -------------------------------------------------------------------------------

@@ -33,8 +33,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--pairs",
         nargs=2,
         metavar=("R1", "R2"),
-        help="paired reads in two files (same number of records); used as reads for the "
-        "contigs (scaffolding from pairs is not implemented)",
+        help="paired reads (FR) in two files with the same number of records: assembled with "
+        "the other reads, then used to scaffold the contigs (DIR/scaffolds.fa)",
     )
     g.add_argument("--reference", metavar="REF.fa", help="evaluate against this genome (mappy)")
     a = p.add_argument_group("assembly")
@@ -89,6 +89,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="B",
         help="write contigs of at least B bases (default 2k)",
     )
+    a.add_argument(
+        "--min-links",
+        type=int,
+        default=5,
+        metavar="N",
+        help="scaffolding: join two contigs when at least N pairs link them (5)",
+    )
     a.add_argument("--seed", type=int, default=0, help="seed of the random head/tail tags")
     a.add_argument(
         "--simplify",
@@ -120,6 +127,7 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "rounds": args.rounds,
         "min_contig": args.min_contig,
         "seed": args.seed,
+        "min_links": args.min_links,
         "simplifier": args.simplify,
         "memory_check": not args.no_memory_check,
         "out": os.path.abspath(args.out),
@@ -147,6 +155,7 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
         ("rounds", 0),
         ("min_contig", 1),
         ("seed", 0),
+        ("min_links", 1),
     ):
         v = params.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):

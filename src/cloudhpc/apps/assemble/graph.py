@@ -30,7 +30,7 @@ HIST_BINS = 256  # coverage histogram: counts 0..255 (255 = 255 or more)
 ROW_BYTES = 8 + 4 * REC  # one k-mer in the shuffle and on the reduce side
 
 
-class _Renamed:
+class Renamed:
     """A timer that books every phase of the model under one name (its shuffle and reduce are
     part of our `count` phase)."""
 
@@ -112,7 +112,7 @@ def count_kmers_mr(
         schedule="dynamic",
         gather=False,
         memory_budget=memory_budget,
-        timer=_Renamed(timer, "count"),
+        timer=Renamed(timer, "count"),
         map_phase=None,
         stats=stats,
     )

@@ -2,8 +2,8 @@
 
 Phases: `jit` (numba's cache), `read` and `count` (the map-reduce: parsing chunks, counting
 k-mers, the shuffle and reduce), `build` (histogram, filter, the graph), `compress`, `tips`,
-`bubbles` (simplification), `write` (contigs.fa, stats.json), `check` (mappy against
---reference). Scaffolding is not implemented, so there is no `scaffold` phase.
+`bubbles` (simplification), `scaffold` (with --pairs: mate bundling, bundle resolution),
+`write` (contigs.fa, scaffolds.fa, stats.json), `check` (mappy against --reference).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from .bsp_kernels import warm_up as warm_bsp
 from .cli import input_files, validate
 from .contigs import basic_stats, select, write_contigs
 from .graph import (
+    Renamed,
     check_memory,
     count_kmers_mr,
     coverage_histogram,
@@ -30,6 +31,7 @@ from .graph_kernels import warm_up as warm_graph
 from .kernels import warm_up
 from .reads import plan_chunks
 from .reference import evaluate, passes
+from .scaffold import ContigIndex, bundle_mates, resolve
 from .simplify_job import simplify
 
 
@@ -61,20 +63,30 @@ def main(ctx) -> dict[str, Any]:
         part = filter_partition(kv, int(min_count))
         del kv
     result = simplify(ctx, engine, part, p)
+    min_contig = int(p.get("min_contig") or 2 * k)
+    contigs = None
+    if ctx.is_root:
+        u = result.unitigs
+        contigs = select(u.codes, u.offsets, u.coverage, min_contig)
+    scaffolds, scaffolding = None, {}
+    if p.get("pairs"):
+        scaffolds, scaffolding = _scaffold(ctx, engine, contigs, p)
     record: dict[str, Any] = {}
     if not ctx.is_root:
         return record
-    unitigs = result.unitigs
-    min_contig = int(p.get("min_contig") or 2 * k)
-    contigs = select(unitigs.codes, unitigs.offsets, unitigs.coverage, min_contig)
     stats = basic_stats(contigs)
-    ev = None
+    ev = sev = None
     verified = None
     if p.get("reference"):
         with ctx.phase("check"):
             ev = evaluate(contigs, p["reference"])
+            if scaffolds is not None:
+                sev = evaluate(scaffolds.contigs, p["reference"])
         if p.get("check"):
-            verified = passes(ev)
+            verified = passes(ev) and (sev is None or passes(sev))
+    if scaffolds is not None:
+        scaffolding.update({f"scaffold_{n}": v for n, v in basic_stats(scaffolds.contigs).items()})
+        scaffolding.update({f"scaffold_{n}": v for n, v in (sev or {}).items()})
     with ctx.phase("write"):
         out = make_output_dir(p["out"])
         summary = {
@@ -88,13 +100,17 @@ def main(ctx) -> dict[str, Any]:
             "graph_sizes": result.sizes,
             "simplifier": p.get("simplifier", "bsp"),
             "supersteps": result.supersteps,
+            **scaffolding,
         }
-        fasta = write_contigs(os.path.join(out, "contigs.fa"), contigs)
-        stats_path = write_json(os.path.join(out, "stats.json"), summary)
+        outputs = [write_contigs(os.path.join(out, "contigs.fa"), contigs)]
+        if scaffolds is not None:
+            outputs.append(write_contigs(os.path.join(out, "scaffolds.fa"), scaffolds.contigs))
+        outputs.append(write_json(os.path.join(out, "stats.json"), summary))
     metrics = {**stats, **(ev or {}), "k": k, "min_count": int(min_count)}
     metrics.update(counting)
     metrics.update({f"{n}_removed": v for n, v in result.counts.items()})
     metrics.update(memory)
+    metrics.update({n: v for n, v in scaffolding.items() if isinstance(v, int | float)})
     metrics["supersteps"] = result.supersteps
     rows = [{"phase": name, **size} for name, size in result.sizes]
     check = "" if verified is None else f", check {'passed' if verified else 'FAILED'}"
@@ -103,7 +119,7 @@ def main(ctx) -> dict[str, Any]:
         metrics=metrics,
         rows=rows,
         verified=verified,
-        outputs=[fasta, stats_path],
+        outputs=outputs,
         graph_sizes=result.sizes,
         supersteps=result.superstep_rows,
         simplifier=p.get("simplifier", "bsp"),
@@ -112,3 +128,24 @@ def main(ctx) -> dict[str, Any]:
         f"largest {stats['largest']:,}, N50 {stats['n50']:,}{ng}{check}",
     )
     return record
+
+
+def _scaffold(ctx, engine, contigs, p: dict[str, Any]):
+    """Mate bundling on every rank (the contigs broadcast from the root), resolution on it."""
+    k = int(p["k"])
+    with ctx.phase("scaffold"):
+        codes = engine.bcast(contigs.codes if ctx.is_root else None)
+        offsets = engine.bcast(contigs.offsets if ctx.is_root else None)
+        index = ContigIndex.build(codes, offsets, k)
+    bundles = bundle_mates(engine, tuple(p["pairs"]), index, timer=Renamed(ctx, "scaffold"))
+    if bundles is None:
+        return None, {}
+    with ctx.phase("scaffold"):
+        sc = resolve(bundles, contigs, k, min_links=int(p.get("min_links", 5)))
+    info = {
+        "insert_size": bundles.insert,
+        "pairs_placed": bundles.pairs_placed,
+        "bundles": int(len(bundles.keys)),
+        "links": sc.links,
+    }
+    return sc, info

@@ -1,9 +1,9 @@
 """numba kernels of the assembler: parsing reads, k-mer extraction, and the map-side combiner.
 
-Bases are 2-bit codes (A=0, C=1, G=2, T=3; the complement of b is 3 - b); code 4 marks an N (or
-any other IUPAC letter) and the end of a read, so a k-mer never spans either. A k-mer of k <= 31
-bases is an int64 with its first base in the highest bits; its canonical form is the smaller of
-itself and its reverse complement (k is odd, so no k-mer is its own reverse complement).
+Bases are 2-bit codes (A=0, C=1, G=2, T=3; the complement of b is 3 - b); code 4 marks the end
+of a read and code 5 an N (or any other IUPAC letter), so a k-mer never spans either. A k-mer
+of k <= 31 bases is an int64 with its first base in the highest bits; its canonical form is the
+smaller of itself and its reverse complement (k is odd, so no k-mer is its own reverse complement).
 
 A node's record is 9 int32 counts: [count, out A, out C, out G, out T, in A, in C, in G, in T],
 the extensions seen after and before the canonical k-mer in reads (an edge is a (k+1)-mer, so
@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-N_CODE = 4
+N_CODE = 4  # the end of a read (and "no base" in k-mer events)
+N_BASE = 5  # an N inside a read
 REC = 9  # count + 4 out-extensions + 4 in-extensions
 
 # ASCII -> code: ACGT (any case) 0..3, other IUPAC letters and N 4, anything else 255 (invalid)
@@ -23,7 +24,7 @@ _TABLE = np.full(256, 255, dtype=np.uint8)
 for _i, _c in enumerate("ACGT"):
     _TABLE[ord(_c)] = _TABLE[ord(_c.lower())] = _i
 for _c in "NRYKMSWBDHVU":
-    _TABLE[ord(_c)] = _TABLE[ord(_c.lower())] = N_CODE
+    _TABLE[ord(_c)] = _TABLE[ord(_c.lower())] = N_BASE
 CODE_OF = _TABLE
 
 # parse status

@@ -4,9 +4,9 @@ A plain file is cut into byte ranges of about CHUNK bytes; a chunk owns the reco
 starts in its range (it finds the first one by FASTQ's '@' line followed two lines later by a '+'
 line, or FASTA's '>' line) and reads past its end to finish the last one. A gzip file cannot be
 entered in the middle, so it is one chunk, decompressed as a stream. Either way the numba parser
-turns records into base codes (reads.py's callers see codes, with N_CODE at every N and between
-reads). A malformed record is named with its file and line number; the line number of a record
-in a byte-range chunk is found only then, by counting the newlines before it.
+turns records into base codes (N_BASE at every N, N_CODE after every read). A malformed record
+is named with its file and line number; the line number of a record in a byte-range chunk is
+found only then, by counting the newlines before it.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def _parser(fmt: str):
 
 
 def read_chunk(c: Chunk) -> np.ndarray:
-    """The chunk's reads as codes (N_CODE at each N and after each read)."""
+    """The chunk's reads as codes (N_BASE at each N, N_CODE after each read)."""
     return _read_gzip(c) if c.gz else _read_range(c)
 
 

@@ -9,8 +9,11 @@ alignment per query: neither finds a contig's split placements on a genome.
 Definitions (QUAST's, simplified):
 - genome fraction: reference bases covered by at least one alignment of a contig;
 - NG50: N50 with the genome length in place of the assembly length;
-- misassembled contig: its best alignment spans less than 95% of it while another alignment
-  places at least MIN_PIECE more of its bases elsewhere (so it does not map contiguously);
+- misassembled contig (or scaffold): two consecutive pieces of its alignment (each of at least
+  MIN_PIECE bases, pieces mostly inside a longer one dropped) that are not collinear: other
+  reference sequence, other strand, or a distance on the reference that differs from the one in
+  the contig by more than RELOCATION bases (QUAST's extensive misassembly; a scaffold's N gaps
+  of about the right size are collinear);
 - mismatches per 100 kbp: substitutions in the best alignments (edit distance minus indel
   bases) per aligned base, times 1e5.
 """
@@ -24,8 +27,8 @@ import numpy as np
 from ...errors import CloudhpcError
 from .contigs import Contigs, nx
 
-CONTIGUOUS = 0.95
 MIN_PIECE = 50
+RELOCATION = 1000
 # --check passes when the assembly has no misassembly, covers this fraction of the genome and
 # has at most this many substitutions per 100 kbp (an error-corrected assembly has ~0)
 CHECK_FRACTION = 0.90
@@ -63,13 +66,7 @@ def evaluate(contigs: Contigs, reference: str) -> dict[str, Any]:
         for h in hits:
             covered[h.ctg][h.r_st : h.r_en] = True
         best = max(hits, key=lambda h: h.q_en - h.q_st)
-        span = best.q_en - best.q_st
-        outside = np.zeros(int(lengths[i]), dtype=np.bool_)
-        for h in hits:
-            if h is not best:
-                outside[h.q_st : h.q_en] = True
-        outside[best.q_st : best.q_en] = False
-        if span < CONTIGUOUS * lengths[i] and outside.sum() >= MIN_PIECE:
+        if breakpoints(hits):
             misassembled += 1
         indels = sum(n for n, op in best.cigar if op in (1, 2))
         mismatches += best.NM - indels
@@ -85,6 +82,28 @@ def evaluate(contigs: Contigs, reference: str) -> dict[str, Any]:
         "unaligned_contigs": unaligned,
         "mismatches_per_100kb": 1e5 * mismatches / aligned if aligned else 0.0,
     }
+
+
+def breakpoints(hits: list) -> int:
+    """Places where consecutive alignment pieces of one contig are not collinear."""
+    pieces = sorted(
+        (h for h in hits if h.q_en - h.q_st >= MIN_PIECE), key=lambda h: -(h.q_en - h.q_st)
+    )
+    kept: list = []
+    for h in pieces:  # longest first; drop pieces mostly inside a kept one (on the contig)
+        inside = any(
+            min(h.q_en, o.q_en) - max(h.q_st, o.q_st) > 0.5 * (h.q_en - h.q_st) for o in kept
+        )
+        if not inside:
+            kept.append(h)
+    kept.sort(key=lambda h: h.q_st)
+    count = 0
+    for a, b in zip(kept, kept[1:], strict=False):
+        q_gap = b.q_st - a.q_en
+        r_gap = b.r_st - a.r_en if a.strand > 0 else a.r_st - b.r_en
+        if a.ctg != b.ctg or a.strand != b.strand or abs(r_gap - q_gap) > RELOCATION:
+            count += 1
+    return count
 
 
 def passes(ev: dict[str, Any]) -> bool:
