@@ -235,4 +235,6 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
     short = tmp_path / "short.fq"
     short.write_text("\n".join(lines[:8]) + "\n")
     assert_one_line_error(run_cli(*base, "--pairs", fq, str(short)), "pair files do not match")
+    r = run_cli(*base, fq, env={"CLOUDHPC_MEMORY_LIMIT": "1000000"})
+    assert_one_line_error(r, "may need", "GiB", "--no-memory-check")
     assert not out.exists()

@@ -179,6 +179,11 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
     check_output_dir(params["out"], "--out directory")
     for f in files:
         sniff(f)
+    if params.get("memory_check", True):
+        from .graph import check_memory, input_bases
+        from .reads import plan_chunks
+
+        check_memory(input_bases(plan_chunks(files)), k, nprocs)
     pairs = params.get("pairs")
     if pairs:
         n1, n2 = count_records(pairs[0]), count_records(pairs[1])

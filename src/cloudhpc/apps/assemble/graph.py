@@ -69,9 +69,9 @@ def check_memory(bases: int, k: int, ranks_here: int) -> dict[str, int]:
     have = available_memory()
     if need > have:
         raise CloudhpcError(
-            f"counting k-mers of ~{bases / 1e6:.0f} Mbp of reads may need {need / 2**30:.1f} GiB "
-            f"but this host has {have / 2**30:.1f} GiB available; run on more hosts, or skip "
-            f"this estimate with --no-memory-check"
+            f"counting k-mers of up to {bases / 1e6:.3g} Mbp of reads may need "
+            f"{need / 2**30:.1f} GiB but this host has {have / 2**30:.1f} GiB available; skip "
+            f"this upper bound (every k-mer occurrence distinct) with --no-memory-check"
         )
     return {"memory_needed_bytes": need, "memory_available_bytes": have}
 

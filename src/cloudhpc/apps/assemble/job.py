@@ -20,12 +20,12 @@ from .cli import input_files, validate
 from .contigs import basic_stats, select, write_contigs
 from .graph import (
     Renamed,
-    check_memory,
     count_kmers_mr,
     coverage_histogram,
     filter_partition,
     first_minimum,
     input_bases,
+    memory_needed,
 )
 from .graph_kernels import warm_up as warm_graph
 from .kernels import warm_up
@@ -47,9 +47,8 @@ def main(ctx) -> dict[str, Any]:
     chunks = plan_chunks(input_files(p))
     bases_bound = input_bases(chunks)
     memory = {}
-    if p.get("memory_check", True):
-        ranks_here = ctx.size  # ranks on this host (one host here; a hosts file spreads them)
-        memory = check_memory(bases_bound, k, ranks_here)
+    if p.get("memory_check", True):  # validate() refused a run that may not fit; record it
+        memory = {"memory_needed_bytes": memory_needed(bases_bound, k)}
 
     kv, counting = count_kmers_mr(
         engine, chunks, k, ctx, progress=lambda d, n: ctx.progress(d, n, "chunks"),
