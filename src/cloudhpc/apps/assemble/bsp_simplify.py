@@ -282,6 +282,8 @@ def simplify_bsp(
             payload=Ragged(pay_off, pay),
         )  # fmt: skip
     program = Simplify(cfg, (keys, counts))
+    built = engine.allreduce(np.array([len(keys), len(src)], np.int64), "sum")
+    program.sizes.append(("build", {"vertices": int(built[0]), "edges": int(built[1])}))
     result = run_bsp(engine, part, program, timer=_StageTimer(timer, program), progress=progress)
     live = np.flatnonzero(part.alive)
     rows = part.payload.take(live)

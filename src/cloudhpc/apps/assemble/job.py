@@ -112,8 +112,16 @@ def main(ctx) -> dict[str, Any]:
     metrics.update({n: v for n, v in scaffolding.items() if isinstance(v, int | float)})
     metrics["supersteps"] = result.supersteps
     rows = [{"phase": name, **size} for name, size in result.sizes]
-    check = "" if verified is None else f", check {'passed' if verified else 'FAILED'}"
-    ng = f", NG50 {ev['ng50']:,}, genome fraction {ev['genome_fraction']:.4f}" if ev else ""
+    check = "" if verified is None else f"; check {'passed' if verified else 'FAILED'}"
+    title = (
+        f"assemble k={k}, min count {int(min_count)}, {p.get('simplifier', 'bsp')} "
+        f"simplification ({result.supersteps} supersteps): tips removed "
+        f"{result.counts.get('tips', 0)}, bubbles removed {result.counts.get('bubbles', 0)}{check}"
+    )
+    lines = [("contigs", stats, ev)]
+    if scaffolds is not None:
+        lines.append(("scaffolds", basic_stats(scaffolds.contigs), sev))
+    report = "\n".join([title, *report_table(lines), *size_lines(result.sizes)])
     record.update(
         metrics=metrics,
         rows=rows,
@@ -123,8 +131,7 @@ def main(ctx) -> dict[str, Any]:
         supersteps=result.superstep_rows,
         simplifier=p.get("simplifier", "bsp"),
         histogram=hist[:64].tolist(),
-        report=f"assemble k={k}: {stats['contigs']} contigs, {stats['total_length']:,} bp, "
-        f"largest {stats['largest']:,}, N50 {stats['n50']:,}{ng}{check}",
+        report=report,
     )
     return record
 
@@ -148,3 +155,31 @@ def _scaffold(ctx, engine, contigs, p: dict[str, Any]):
         "links": sc.links,
     }
     return sc, info
+
+
+def report_table(lines: list[tuple[str, dict, dict | None]]) -> list[str]:
+    """The statistics as aligned text columns (contigs, and scaffolds when there are)."""
+    cols = [("contigs", "count"), ("total_length", "total bp"), ("largest", "largest"),
+            ("n50", "N50"), ("l50", "L50")]  # fmt: skip
+    ref_cols = [("ng50", "NG50"), ("genome_fraction", "genome fr."),
+                ("misassemblies", "misassembled"),
+                ("mismatches_per_100kb", "mism./100kb")]  # fmt: skip
+    if any(ev for _, _, ev in lines):
+        cols += ref_cols
+    out = ["".join(f"{h:>13}" for _, h in [("", ""), *cols])]
+    for name, st, ev in lines:
+        vals = {**st, **(ev or {})}
+        cells = []
+        for key, _ in cols:
+            v = vals.get(key, "")
+            cells.append(
+                f"{v:>13.4f}" if isinstance(v, float) else f"{v:>13,}" if v != "" else " " * 13
+            )
+        out.append(f"{name:>13}" + "".join(cells))
+    return out
+
+
+def size_lines(sizes: list[tuple[str, dict[str, int]]]) -> list[str]:
+    """The graph's size after each phase, one line."""
+    steps = [f"{name} {d['vertices']:,}/{d['edges']:,}" for name, d in sizes]
+    return ["graph (vertices/edges) after: " + ", ".join(steps)] if steps else []

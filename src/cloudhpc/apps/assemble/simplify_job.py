@@ -98,6 +98,7 @@ def _serial(ctx: Any, engine: Engine, part: Partition, cfg: Settings) -> Simplif
         return res
     k = cfg.k
     g = Graph(k, whole.keys, whole.counts, whole.masks)
+    res.sizes.append(("build", _size(g)))
     with ctx.phase("compress"):
         u = compress(g)
     res.sizes.append(("compress", _size(g, u)))
