@@ -1,24 +1,31 @@
-"""NPB kernels, class A: Mop/s total at P = 1 and 2, native against vm-net (001's Fig 6), and
-against the reference NPB 3.4 MPI binaries when they are given, measured side by side.
+"""NPB kernels: cloudhpc's Mop/s against the reference NPB 3.4 MPI, side by side (and native
+against vm-net, 001's Fig 6).
 
-For every kernel and process count the variants run back to back in rounds (their order
-alternating between rounds). Ratios are the median over rounds of the ratio within a round,
-so slow drift of a shared machine cancels; the Mop/s shown are the best of the rounds (a busy
-machine only ever slows a run down). Every run must verify; a failed one stops the benchmark.
+The reference is the shared one: /work/shared/reference/build-npb.sh (the suite's own make.def:
+gfortran and mpicc -O3, RAND = randi8, Debian's MPICH) builds KERNEL.CLASS.x once into
+~/.cache/cloudhpc/npb-ref/<key> (key: the build script's and the NPB tree's hashes, the class,
+the kernels), reused while none of them changes. The reference runs under the same `mpiexec` as
+cloudhpc (the venv's MPICH Hydra; the binaries use Debian's libmpich, which speaks its ABI).
 
-Run:  .venv/bin/python benchmarks/npb_mops.py [--class A] [--rounds 1] [--kernels cg,mg,ft,is,ep]
-        [--reference-bin DIR] [--reference-mpiexec PATH] [--reference-ld-path DIR]
-The reference binaries are NPB 3.4 MPI builds named KERNEL.CLASS.x (cg.A.x, ...) in DIR; they
-are not part of cloudhpc (see the README for how they were built here).
+For every kernel and process count the variants run back to back in rounds, their order
+reversed every other round. Ratios are the median over rounds of the ratio within a round, so
+the drift of a shared machine cancels (the per-round range is kept too); the Mop/s shown are the
+best of the rounds (a busy machine only ever slows a run down). Every run must verify; a failed
+one stops the benchmark.
+
+Run:  .venv/bin/python benchmarks/npb_mops.py [--class A] [--procs 1,2] [--rounds 3]
+        [--kernels cg,mg,ft,is,ep] [--envs native,vm-net] [--reference-bin DIR | --no-reference]
 Writes benchmarks/results/npb_mops.{json,md,png}.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -29,6 +36,50 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "results"
 BIN = Path(sys.executable).parent
 ALL = ("cg", "mg", "ft", "is", "ep")
+BUILD_SCRIPT = Path(os.environ.get("NPB_REFERENCE_BUILD", "/work/shared/reference/build-npb.sh"))
+CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cloudhpc" / "npb-ref"
+
+
+def tree_hash(script: Path) -> str:
+    """Hash of the build script and of every file of the NPB tree next to it."""
+    h = hashlib.sha256(script.read_bytes())
+    tree = script.parent / "NPB3.4-MPI"
+    for f in sorted(p for p in tree.rglob("*") if p.is_file()):
+        h.update(str(f.relative_to(tree)).encode())
+        h.update(f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def build_reference(cls: str, kernels: list[str]) -> Path:
+    """The reference binaries' directory, built by the shared script on first use."""
+    if not BUILD_SCRIPT.is_file():
+        raise SystemExit(f"reference build script not found: {BUILD_SCRIPT} (or --no-reference)")
+    key = f"{tree_hash(BUILD_SCRIPT)}-{cls}-{'-'.join(sorted(kernels))}"
+    out = CACHE / key
+    if all((out / "bin" / f"{k}.{cls}.x").is_file() for k in kernels):
+        return out / "bin"
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=CACHE))
+    print(f"building the reference: {BUILD_SCRIPT} {tmp} {cls} {' '.join(kernels)}", flush=True)
+    try:
+        r = subprocess.run(["bash", str(BUILD_SCRIPT), str(tmp), cls, *kernels],
+                           capture_output=True, text=True)  # fmt: skip
+        if r.returncode != 0:
+            raise SystemExit(f"reference build failed:\n{r.stdout}\n{r.stderr}")
+        shutil.rmtree(tmp / "src", ignore_errors=True)  # the copy of the sources it built from
+        shutil.rmtree(out, ignore_errors=True)
+        os.replace(tmp, out)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return out / "bin"
+
+
+def tool_version(cmd: list[str]) -> str:
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        return (r.stdout or r.stderr).strip().splitlines()[0]
+    except (OSError, IndexError):
+        return "?"
 
 
 def ours(kernel: str, cls: str, nprocs: int, env: str, results: str) -> dict:
@@ -45,17 +96,12 @@ def ours(kernel: str, cls: str, nprocs: int, env: str, results: str) -> dict:
     return {"mops": rec["metrics"]["mops_total"], "time_s": rec["metrics"]["time_s"]}
 
 
-def reference(binary: Path, nprocs: int, mpiexec: str, ld_path: str | None) -> dict:
-    env = dict(os.environ)
-    if ld_path:
-        env["LD_LIBRARY_PATH"] = ld_path
-    r = subprocess.run(
-        [mpiexec, "-n", str(nprocs), str(binary)], capture_output=True, text=True, env=env
-    )
+def reference(binary: Path, nprocs: int, mpiexec: str) -> dict:
+    r = subprocess.run([mpiexec, "-n", str(nprocs), str(binary)], capture_output=True, text=True)
     text = r.stdout
     mops = re.search(r"Mop/s total\s*=\s*([\d.]+)", text)
     secs = re.search(r"Time in seconds\s*=\s*([\d.]+)", text)
-    ok = re.search(r"Verification\s*=\s*SUCCESSFUL", text) or "VERIFICATION SUCCESSFUL" in text
+    ok = re.search(r"Verification\s*=\s*SUCCESSFUL", text)
     if r.returncode != 0 or not mops or not ok:
         raise SystemExit(f"reference {binary.name} -n {nprocs} failed:\n{text}\n{r.stderr}")
     return {"mops": float(mops.group(1)), "time_s": float(secs.group(1)) if secs else None}
@@ -65,67 +111,86 @@ def best(runs: list[dict]) -> dict:
     return max(runs, key=lambda r: r["mops"])
 
 
-def paired(a: list[dict], b: list[dict]) -> float:
-    """Median over rounds of a's Mop/s over b's in the same round."""
-    return statistics.median(x["mops"] / y["mops"] for x, y in zip(a, b, strict=True))
+def ratios(a: list[dict], b: list[dict]) -> list[float]:
+    """a's Mop/s over b's, round by round."""
+    return [x["mops"] / y["mops"] for x, y in zip(a, b, strict=True)]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--class", dest="cls", default="A")
     ap.add_argument("--procs", default="1,2")
-    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--kernels", default=",".join(ALL))
-    ap.add_argument("--reference-bin", type=Path, default=None)
+    ap.add_argument("--envs", default="native,vm-net", help="cloudhpc's variants (native first)")
+    ap.add_argument("--reference-bin", type=Path, default=None,
+                    help="prebuilt KERNEL.CLASS.x instead of the shared build")  # fmt: skip
+    ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--reference-mpiexec", default=str(BIN / "mpiexec"))
-    ap.add_argument("--reference-ld-path", default=None)
     args = ap.parse_args()
     procs = [int(p) for p in args.procs.split(",")]
     kernels = [k for k in args.kernels.split(",") if k]
+    envs = [e for e in args.envs.split(",") if e]
+    ref_dir = None
+    if not args.no_reference:
+        ref_dir = args.reference_bin or build_reference(args.cls, kernels)
+    load_start = os.getloadavg()
 
     rows = []
     with tempfile.TemporaryDirectory() as results:
         for kernel in kernels:
             for p in procs:
-                ref_bin = (
-                    args.reference_bin / f"{kernel}.{args.cls}.x" if args.reference_bin else None
-                )
-                has_ref = ref_bin is not None and ref_bin.exists()
-                runs: dict[str, list[dict]] = {"native": [], "vm-net": [], "reference": []}
+                ref_bin = ref_dir / f"{kernel}.{args.cls}.x" if ref_dir else None
+                if ref_bin is not None and not ref_bin.exists():
+                    raise SystemExit(f"no reference binary {ref_bin}")
+                variants = envs + (["reference"] if ref_bin else [])
+                runs: dict[str, list[dict]] = {v: [] for v in variants}
                 for rnd in range(args.rounds):
-                    order = ["native", "vm-net"] + (["reference"] if has_ref else [])
-                    if rnd % 2:
-                        order.reverse()
-                    for variant in order:
+                    for variant in variants if rnd % 2 == 0 else variants[::-1]:
                         if variant == "reference":
-                            res = reference(
-                                ref_bin, p, args.reference_mpiexec, args.reference_ld_path
-                            )
+                            res = reference(ref_bin, p, args.reference_mpiexec)
                         else:
                             res = ours(kernel, args.cls, p, variant, results)
                         runs[variant].append(res)
-                nat, vm = best(runs["native"]), best(runs["vm-net"])
-                row = {
-                    "kernel": kernel.upper(),
-                    "class": args.cls,
-                    "P": p,
-                    "native_mops": nat["mops"],
-                    "vmnet_mops": vm["mops"],
-                    "vmnet_over_native": paired(runs["vm-net"], runs["native"]),
-                    "native_time_s": nat["time_s"],
-                    "vmnet_time_s": vm["time_s"],
-                }
-                if has_ref:
-                    ref = best(runs["reference"])
-                    row["reference_mops"] = ref["mops"]
-                    row["native_over_reference"] = paired(runs["native"], runs["reference"])
+                row: dict = {"kernel": kernel.upper(), "class": args.cls, "P": p}
+                for v in variants:
+                    key = v.replace("-", "")
+                    row[f"{key}_mops"] = best(runs[v])["mops"]
+                    row[f"{key}_mops_rounds"] = [r["mops"] for r in runs[v]]
+                if "vm-net" in envs and "native" in envs:
+                    row["vmnet_over_native"] = statistics.median(
+                        ratios(runs["vm-net"], runs["native"])
+                    )
+                if ref_bin:
+                    rr = ratios(runs[envs[0]], runs["reference"])
+                    row["ours_over_reference"] = statistics.median(rr)
+                    row["ours_over_reference_rounds"] = rr
                 rows.append(row)
-                print(json.dumps(row), flush=True)
+                print(json.dumps({k: v for k, v in row.items() if "rounds" not in k}), flush=True)
 
+    meta = {
+        "command": "python benchmarks/npb_mops.py " + " ".join(sys.argv[1:]),
+        "class": args.cls,
+        "rounds": args.rounds,
+        "envs": envs,
+        "machine": machine(),
+        "load_avg_at_start": load_start,
+        "load_avg_at_end": os.getloadavg(),
+    }
+    if ref_dir:
+        meta["reference"] = {
+            "binaries": str(ref_dir),
+            "built_by": None if args.reference_bin else str(BUILD_SCRIPT),
+            "build_key": None if args.reference_bin else ref_dir.parent.name,
+            "gfortran": tool_version(["gfortran", "--version"]),
+            "mpich": tool_version(["mpichversion"]),
+            "mpiexec": args.reference_mpiexec,
+        }
     OUT.mkdir(exist_ok=True)
-    write_atomic(OUT / "npb_mops.json", json.dumps({"rows": rows, "machine": machine()}, indent=1))
-    write_atomic(OUT / "npb_mops.md", markdown(rows, args))
-    plot(rows, OUT / "npb_mops.png", args.cls)
+    write_atomic(OUT / "npb_mops.json", json.dumps({"meta": meta, "rows": rows}, indent=1))
+    write_atomic(OUT / "npb_mops.md", markdown(rows, meta))
+    plot(rows, OUT / "npb_mops.png", meta)
+    print(markdown(rows, meta))
 
 
 def machine() -> dict:
@@ -138,74 +203,85 @@ def machine() -> dict:
                     break
     except OSError:
         pass
-    try:
-        info["load_avg_at_end"] = os.getloadavg()
-    except OSError:
-        pass
     return info
 
 
-def markdown(rows: list[dict], args: argparse.Namespace) -> str:
-    has_ref = any("reference_mops" in r for r in rows)
-    head = ["kernel", "P", "native Mop/s", "vm-net Mop/s", "vm-net / native"]
+def markdown(rows: list[dict], meta: dict) -> str:
+    envs = meta["envs"]
+    has_ref = "reference" in meta
+    head = ["kernel", "P"] + [f"{e} Mop/s" for e in envs]
+    if "vm-net" in envs and "native" in envs:
+        head.append("vm-net / native")
     if has_ref:
-        head += ["NPB 3.4 MPI Mop/s", "native / reference"]
+        head += ["NPB 3.4 MPI Mop/s", f"{envs[0]} / reference", "per round"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for r in rows:
-        cells = [r["kernel"], str(r["P"]), f"{r['native_mops']:.1f}", f"{r['vmnet_mops']:.1f}",
-                 f"{r['vmnet_over_native']:.2f}"]  # fmt: skip
+        cells = [r["kernel"], str(r["P"])] + [
+            f"{r[e.replace('-', '') + '_mops']:.1f}" for e in envs
+        ]
+        if "vmnet_over_native" in r:
+            cells.append(f"{r['vmnet_over_native']:.2f}")
         if has_ref:
-            if "reference_mops" in r:
-                cells += [f"{r['reference_mops']:.1f}", f"{r['native_over_reference']:.2f}"]
-            else:
-                cells += ["", ""]
+            cells += [f"{r['reference_mops']:.1f}", f"**{r['ours_over_reference']:.2f}**",
+                      " ".join(f"{x:.2f}" for x in r["ours_over_reference_rounds"])]  # fmt: skip
         lines.append("| " + " | ".join(cells) + " |")
-    m = machine()
+    m = meta["machine"]
+    la0, la1 = meta["load_avg_at_start"], meta["load_avg_at_end"]
     lines += [
         "",
-        f"Class {args.cls}, {args.rounds} round(s); Mop/s: best of the rounds; ratios: median "
-        "over rounds of the within-round ratio. "
-        f"Machine: {m.get('cpu', '?')}, {m['cpus']} cores (shared); "
-        f"load average at the end {m.get('load_avg_at_end', '?')}.",
-        "",
+        f"Class {meta['class']}, {meta['rounds']} interleaved round(s); Mop/s: best of the "
+        "rounds; ratios: median over rounds of the within-round ratio. "
+        f"Machine: {m.get('cpu', '?')}, {m['cpus']} cores (shared); load average (1 min) "
+        f"{la0[0]:.1f} at the start, {la1[0]:.1f} at the end. Command: `{meta['command']}`.",
     ]
-    return "\n".join(lines)
+    if has_ref:
+        ref = meta["reference"]
+        lines.append(
+            f"Reference: {ref['binaries']}, built by {ref['built_by'] or 'hand'} "
+            f"({ref['gfortran']}; {ref['mpich']}), run with {ref['mpiexec']} -n P."
+        )
+    return "\n".join(lines) + "\n"
 
 
-def plot(rows: list[dict], path: Path, cls: str) -> None:
+def plot(rows: list[dict], path: Path, meta: dict) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
+    variants = meta["envs"] + (["reference"] if "reference" in meta else [])
     kernels = list(dict.fromkeys(r["kernel"] for r in rows))
     procs = sorted({r["P"] for r in rows})
-    fig, ax = plt.subplots(figsize=(9, 4.5))
-    width = 0.8 / (2 * len(procs))
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    nbar = len(procs) * len(variants)
+    width = 0.8 / nbar
     x = np.arange(len(kernels))
     i = 0
+    hatches = {"native": "", "vm-net": "//", "reference": ".."}
     for p in procs:
-        for env, key, hatch in (("native", "native_mops", ""), ("vm-net", "vmnet_mops", "//")):
+        for v in variants:
+            key = v.replace("-", "") + "_mops"
             vals = [next((r[key] for r in rows if r["kernel"] == k and r["P"] == p), 0)
                     for k in kernels]  # fmt: skip
-            bars = ax.bar(x + (i - (2 * len(procs) - 1) / 2) * width, vals, width,
-                          label=f"{env}, P={p}", hatch=hatch)  # fmt: skip
-            if env == "vm-net":
+            label = "NPB 3.4 MPI" if v == "reference" else f"cloudhpc {v}"
+            bars = ax.bar(x + (i - (nbar - 1) / 2) * width, vals, width,
+                          label=f"{label}, P={p}", hatch=hatches.get(v, ""))  # fmt: skip
+            if v == "reference":
                 for b, k in zip(bars, kernels, strict=True):
                     r = next(r for r in rows if r["kernel"] == k and r["P"] == p)
-                    ax.annotate(f"{r['vmnet_over_native']:.2f}x", (b.get_x() + b.get_width() / 2,
+                    ax.annotate(f"{r['ours_over_reference']:.2f}x", (b.get_x() + b.get_width() / 2,
                                 b.get_height()), ha="center", va="bottom", fontsize=7)  # fmt: skip
             i += 1
     ax.set_xticks(x, kernels)
     ax.set_yscale("log")
     ax.set_ylabel("Mop/s total (log)")
     ax.set_title(
-        f"NPB class {cls}: native vs vm-net (bars: best round; labels: median of "
-        "within-round vm-net / native)",
+        f"NPB class {meta['class']}: cloudhpc vs NPB 3.4 MPI (bars: best round; labels: "
+        f"median within-round {meta['envs'][0]} / reference)",
         fontsize=10,
     )
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7, ncol=len(procs))
     fig.tight_layout()
     tmp = path.with_suffix(".tmp.png")
     fig.savefig(tmp, dpi=120)

@@ -53,6 +53,21 @@ def test_randlc_matches_exact_lcg():
     assert x_end == float(ints[-1])
 
 
+def test_integer_generator_equals_split_double_stream():
+    """randi8's 64-bit integer arithmetic and randdp's split doubles give one stream, bit for bit,
+    from seeds and multipliers anywhere below 2^46 (squarings of large multipliers included)."""
+    from cloudhpc.npb.nprandom import SEED, A, _mul, _mul_split, power, vranlc, vranlc_split
+
+    n = 100_000
+    for seed, a in ((SEED, A), (271828183.0, A), (SEED, power(A, 2**17)), (2.0**46 - 1, A)):
+        ints, splits = np.empty(n), np.empty(n)
+        assert vranlc(n, seed, a, ints) == vranlc_split(n, seed, a, splits)
+        assert np.array_equal(ints, splits)
+    rng = np.random.default_rng(8)
+    for x, a in rng.integers(0, 2**46, size=(2000, 2)).tolist():
+        assert _mul(float(x), float(a)) == _mul_split(float(x), float(a)) == float(x * a % MOD)
+
+
 @pytest.mark.parametrize("k", [0, 1, 2, 3, 17, 1024, 2**40 + 12345])
 def test_skip_jumps_exactly(k):
     from cloudhpc.npb.nprandom import SEED, A, power, skip

@@ -27,6 +27,7 @@ class Layout:
 class Host:
     name: str
     slots: int = 1
+    rack: str = ""  # `rack=NAME` in the hosts file: data-aware placement keeps to a rack
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,9 @@ BUILTIN: dict[str, str] = {
     "hep": "cloudhpc.apps.hep.cli",
     "kmeans": "cloudhpc.apps.kmeans.cli",
     "matmul": "cloudhpc.apps.matmul.cli",
+    "pagerank": "cloudhpc.apps.pagerank.cli",
+    "components": "cloudhpc.apps.components.cli",
+    "sssp": "cloudhpc.apps.sssp.cli",
     "swg": "cloudhpc.apps.swg.cli",
     "wave": "cloudhpc.apps.wave.cli",
 }
@@ -49,6 +52,7 @@ MAINS = Registry(
         "bench.bw": "cloudhpc.bench.p2p:bw",
         "bench.bibw": "cloudhpc.bench.p2p:bibw",
         "bench.coll": "cloudhpc.bench.coll:main",
+        "bench.ior": "cloudhpc.bench.ior:main",  # IOR patterns over test files and volumes
         "bench.tasks": "cloudhpc.bench.tasks:main",  # map-only per-task overhead, any engine
         "npb": "cloudhpc.npb.app:main",
         "selftest": "cloudhpc.apps.selftest.job:main",  # a rank that fails or crashes on purpose

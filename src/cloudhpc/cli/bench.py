@@ -6,6 +6,7 @@ import argparse
 
 from ..bench.ops import OPS
 from ..bench.params import validate
+from . import bench_ior
 from .app_params import ParamSpec
 from .common import add_launch_options, execute, job_from_args, record_footer
 from .parser import add_subparser
@@ -65,6 +66,7 @@ def add_parser(subparsers) -> None:
         b = add_subparser(sub, name, help_text)
         add_arguments(b, name)
         add_launch_options(b, default_np=2)
+    bench_ior.add_parser(sub)
     p.set_defaults(handler=handle)
 
 
@@ -87,6 +89,8 @@ def param_spec(bench: str) -> ParamSpec:
 
 
 def handle(args: argparse.Namespace) -> int:
+    if args.bench == "ior":
+        return bench_ior.handle(args)
     params = params_from_args(args)
     job = job_from_args(args, f"bench.{args.bench}", params)
     validate(args.bench, params, job.nprocs)  # before launch; the ranks check again

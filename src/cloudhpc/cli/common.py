@@ -41,6 +41,12 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int = 1) -> None:
         "the hosts of an emulated cluster for the NAME.hosts that `cloudhpc cluster up` writes",
     )
     g.add_argument(
+        "--placement",
+        metavar="PLAN",
+        help="rank r on the host of the plan's r-th rank: a Hydra hosts file in rank order "
+        "(`cloudhpc place --out PLAN`); sets -n, and the hosts unless --hosts lists them too",
+    )
+    g.add_argument(
         "--layout",
         metavar="TxMxN",
         help="T threads per process, M processes per node, N nodes (e.g. 2x1x1)",
@@ -106,13 +112,18 @@ def job_from_args(
                 f"({layout.procs_per_node} x {layout.nodes} = {layout.nprocs} processes)"
             )
         nprocs = layout.nprocs
+    placement = getattr(args, "placement", None)
+    if placement:
+        nprocs, hosts = _placement(args, layout, placement)
     if nprocs is None:
         nprocs = 1 if engine == "serial" else args._default_np
     if layout is None:
         layout = Layout(1, nprocs, 1)
     get_environment(args.env)  # unknown names and bad arguments: one line
-    hosts = read_hosts_file(args.hosts) if args.hosts else ()
-    cluster = cluster_of_hosts_file(args.hosts, hosts) if hosts else None
+    if not placement:
+        hosts = read_hosts_file(args.hosts) if args.hosts else ()
+    hosts_path = placement or args.hosts
+    cluster = cluster_of_hosts_file(hosts_path, hosts) if hosts else None
     if cluster is not None and engine != "mpi":
         raise CloudhpcError(
             f"the hosts of cluster {cluster['name']} run --engine mpi jobs, not {engine}"
@@ -122,7 +133,7 @@ def job_from_args(
         raise CloudhpcError(f"unknown launcher {launcher!r}; known: {', '.join(sorted(LAUNCHERS))}")
     if cluster is not None and launcher != "cluster":
         raise CloudhpcError(
-            f"{args.hosts} lists hosts of cluster {cluster['name']}, which start with the "
+            f"{hosts_path} lists hosts of cluster {cluster['name']}, which start with the "
             f"cluster launcher, not {launcher}"
         )
     return Job(
@@ -142,6 +153,24 @@ def job_from_args(
         engine_options=dict(engine_options or {}),
         cluster=cluster,
     )
+
+
+def _placement(args: argparse.Namespace, layout, path: str):
+    """-n and the hosts of --placement PLAN: the plan's lines, in rank order."""
+    from ..placement.planfile import read_plan
+
+    if layout is not None:
+        raise CloudhpcError("--placement places every rank; it cannot be combined with --layout")
+    plan = read_plan(path)
+    total = sum(h.slots for h in plan)
+    if args.np is not None and args.np != total:
+        raise CloudhpcError(f"-n {args.np} does not match --placement {path} ({total} ranks)")
+    if args.hosts:
+        allowed = {h.name for h in read_hosts_file(args.hosts)}
+        strangers = [h.name for h in plan if h.name not in allowed]
+        if strangers:
+            raise CloudhpcError(f"--placement {path} uses {strangers[0]}, not in {args.hosts}")
+    return total, plan
 
 
 def cluster_of_hosts_file(path: str, hosts) -> dict | None:

@@ -11,7 +11,7 @@ from ..errors import CloudhpcError
 from .parser import Formatter, Parser
 
 # Each module has add_parser(subparsers) and sets `handler` on its parser.
-SUBCOMMANDS = ("run", "bench", "npb", "profile", "results", "cluster", "demo")
+SUBCOMMANDS = ("run", "bench", "npb", "profile", "results", "cluster", "volume", "place", "demo")
 
 
 def build_parser() -> Parser:

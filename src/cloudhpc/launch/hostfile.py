@@ -1,4 +1,7 @@
-"""Hosts files: one `host[:slots]` per line, `#` comments, blank lines ignored."""
+"""Hosts files: one `host[:slots] [rack=NAME]` per line, `#` comments, blank lines ignored.
+
+The rack label is cloudhpc's (data-aware placement, seed 003, keeps ranks in their data's rack);
+the launchers hand Hydra only `host:slots`."""
 
 from __future__ import annotations
 
@@ -17,6 +20,15 @@ def parse_hosts_text(text: str, source: str = "hosts file") -> tuple[Host, ...]:
         line = raw.split("#", 1)[0].strip()
         if not line:
             continue
+        line, *extra = line.split()
+        rack = ""
+        for word in extra:
+            if not word.startswith("rack=") or not _HOST.match(word[5:]):
+                raise CloudhpcError(
+                    f"{source} line {lineno}: not a host[:slots] entry: {raw.strip()!r} "
+                    "(only rack=NAME may follow the host)"
+                )
+            rack = word[5:]
         name, slots = line, 1
         if ":" in line:
             name, slots_text = line.rsplit(":", 1)
@@ -29,7 +41,7 @@ def parse_hosts_text(text: str, source: str = "hosts file") -> tuple[Host, ...]:
             raise CloudhpcError(
                 f"{source} line {lineno}: not a host[:slots] entry: {raw.strip()!r}"
             )
-        hosts.append(Host(name, slots))
+        hosts.append(Host(name, slots, rack))
     if not hosts:
         raise CloudhpcError(f"{source} lists no hosts")
     return tuple(hosts)

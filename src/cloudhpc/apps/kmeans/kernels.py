@@ -1,7 +1,8 @@
 """Numba kernels of k-means: the map step (assign + partial sums) and the k-means++ distance update.
 
 Threads come from numba's pool, whose size the launcher sets through NUMBA_NUM_THREADS (the t of
-the t x m x n layout). Each thread accumulates into its own slab so there are no races or atomics;
+the t x m x n layout); with one thread the kernels are compiled serial (cloudhpc.jit.kernel). Each
+thread accumulates into its own slab so there are no races or atomics;
 the slabs are summed at the end, so the result is independent of scheduling but its rounding
 depends on the thread count (well inside the 1e-9 the apps promise).
 """
@@ -9,7 +10,9 @@ depends on the thread count (well inside the 1e-9 the apps promise).
 from __future__ import annotations
 
 import numpy as np
-from numba import get_num_threads, njit, prange
+from numba import prange
+
+from ...jit import kernel, load, threads
 
 
 def assign_partial_sums(points: np.ndarray, centers: np.ndarray) -> np.ndarray:
@@ -17,11 +20,11 @@ def assign_partial_sums(points: np.ndarray, centers: np.ndarray) -> np.ndarray:
 
     Nearest = smallest squared Euclidean distance, ties to the lowest center index (as argmin).
     """
-    # The thread count is read here: numba cannot cache a kernel that calls get_num_threads().
-    return _assign_partial_sums(points, centers, max(1, min(get_num_threads(), len(points))))
+    # The thread count is passed in: numba cannot cache a kernel that calls get_num_threads().
+    return _assign_partial_sums(points, centers, max(1, min(threads(), len(points))))
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@kernel(parallel=True, nogil=True)
 def _assign_partial_sums(points: np.ndarray, centers: np.ndarray, nslabs: int) -> np.ndarray:
     n, d = points.shape
     k = centers.shape[0]
@@ -50,7 +53,7 @@ def _assign_partial_sums(points: np.ndarray, centers: np.ndarray, nslabs: int) -
     return out
 
 
-@njit(cache=True, parallel=True, nogil=True)
+@kernel(parallel=True, nogil=True)
 def update_min_sqdist(points: np.ndarray, center: np.ndarray, d2: np.ndarray) -> None:
     """d2[i] = min(d2[i], |points[i] - center|^2), in place (the k-means++ D^2 weights)."""
     n, d = points.shape
@@ -78,7 +81,9 @@ def center_shift(new: np.ndarray, old: np.ndarray) -> float:
 
 
 def warm_up() -> None:
-    """Call each kernel once on a tiny input, so loading numba's cache is not timed as compute."""
+    """Load the kernels from numba's cache and call each once on a tiny input (which compiles
+    them on a cold cache), so loading them is not timed as compute."""
+    load(_assign_partial_sums, update_min_sqdist)
     pts = np.zeros((2, 2))
     assign_partial_sums(pts, pts[:1].copy())
     update_min_sqdist(pts, pts[0].copy(), np.full(2, np.inf))

@@ -29,6 +29,7 @@ import numpy as np
 from numba import carray, njit, types
 from numba.extending import intrinsic
 
+from ...jit import load
 from .decompose import Segments
 
 _SZ, _INT = ctypes.c_size_t, ctypes.c_int  # pointers travel as size_t: numba passes integers
@@ -320,7 +321,9 @@ def _balanced_chunks(work: np.ndarray, parts: int) -> list[tuple[int, int]]:
 
 
 def warm_up(aligner: Aligner) -> None:
-    """Compile (or load from numba's cache) the loop and dispatch parasail's CPU functions."""
+    """Load the loop from numba's cache (compile it on a cold one) and dispatch parasail's CPU
+    functions."""
+    load(_align_segments)
     one = np.zeros(1, dtype=np.int32)
     seg = Segments(*(np.array([v], dtype=np.int64) for v in (0, 1, 2, 0)))
     aligner._run(seg, one, one.copy(), one.copy())

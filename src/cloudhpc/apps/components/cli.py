@@ -1,0 +1,30 @@
+"""components' command-line hooks (light: no numba or mpi4py here)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ..graphs.options import ENGINES, add_graph_arguments, graph_params, validate_graph
+
+HELP = "connected components by HashMin (vertex program, bsp model)"
+DESCRIPTION = (
+    "Connected components of the undirected graph (--directed is ignored: edges count both "
+    "ways) by HashMin: every vertex starts with its own id, sends it to its neighbours, and "
+    "keeps the smallest id it hears of, sending again only when it changed; vertices halt when "
+    "nothing changes. --out VALUES.npy holds each vertex's component id (its smallest vertex id)."
+)
+MAIN = "cloudhpc.apps.components.job:main"
+__all__ = ["ENGINES", "HELP", "MAIN"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_graph_arguments(parser, "components")
+
+
+def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    return graph_params(args)
+
+
+def validate(params: dict[str, Any], nprocs: int = 1) -> None:
+    validate_graph(params)

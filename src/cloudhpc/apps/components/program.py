@@ -1,0 +1,39 @@
+"""HashMin as a vertex program: superstep 0 every vertex sends its id; later a vertex that hears
+of a smaller id takes it and sends it on (min combiner); every vertex votes to halt each time,
+so only vertices with news work."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ...models.bsp import VertexProgram
+
+
+@njit(cache=True)
+def take_smaller(label, has, inbox, changed) -> int:
+    """label = min(label, message); changed marks the vertices whose label dropped."""
+    n = 0
+    for v in range(len(label)):
+        changed[v] = has[v] and inbox[v, 0] < label[v]
+        if changed[v]:
+            label[v] = inbox[v, 0]
+            n += 1
+    return n
+
+
+class HashMin(VertexProgram):
+    combiner = "min"
+
+    def init(self, part) -> None:
+        part.values["label"] = part.gids.astype(np.float64)
+        self._changed = np.empty(part.n_local, dtype=np.bool_)
+
+    def compute(self, step) -> None:
+        label = step.values["label"]
+        if step.superstep == 0:
+            step.send_along_edges(label, step.active)
+        else:
+            take_smaller(label, step.inbox.has, step.inbox.values, self._changed)
+            step.send_along_edges(label, self._changed)
+        step.vote_to_halt()

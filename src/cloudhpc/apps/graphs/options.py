@@ -1,0 +1,95 @@
+"""The options every graph app takes, their params and their checks (light: imported by the
+apps' cli modules; file headers are checked by inputs.py, which imports pyarrow lazily)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from ...errors import CloudhpcError
+from ..arrays import check_output_path, check_seed
+from .inputs import check_edge_file
+
+MAX_VERTICES = 1 << 31
+OUT_SUFFIXES = (".npy", ".parquet")
+ENGINES = ("mpi", "serial")  # the bsp model is SPMD: a driver engine (ray) is refused
+
+
+def add_graph_arguments(parser: argparse.ArgumentParser, name: str) -> argparse._ArgumentGroup:
+    g = parser.add_argument_group(name)
+    g.add_argument(
+        "--edges",
+        metavar="FILE",
+        help="edge list: text 'src dst [weight]' per line (.tsv/.txt/.edges: whitespace, .csv: "
+        "commas; '#' and '%%' lines are comments, a first line that is not numbers a header), "
+        "Parquet (columns src, dst[, weight]) or .npy (E x 2 or E x 3)",
+    )
+    g.add_argument(
+        "--directed", action="store_true", help="edges are directed (default: both ways)"
+    )
+    g.add_argument(
+        "--generate", choices=("rmat", "er"), help="generate an R-MAT or Erdos-Renyi graph instead"
+    )
+    g.add_argument(
+        "--vertices",
+        type=int,
+        metavar="V",
+        help="--generate: vertex count; with --edges: ids must be below V (default: largest id+1)",
+    )
+    g.add_argument(
+        "--edge-count", type=int, default=None, metavar="M", help="--generate: edges (default 8V)"
+    )
+    g.add_argument("--seed", type=int, default=0, help="seed of --generate")
+    g.add_argument(
+        "--out",
+        metavar="VALUES.npy",
+        help="write one float64 value per vertex id (.npy or .parquet)",
+    )
+    g.add_argument(
+        "--max-supersteps", type=int, default=10_000, metavar="N", help="stop after N supersteps"
+    )
+    return g
+
+
+def graph_params(args: argparse.Namespace) -> dict[str, Any]:
+    absolute = lambda p: os.path.abspath(p) if p else None  # noqa: E731
+    return {
+        "edges": absolute(args.edges),
+        "directed": bool(args.directed),
+        "generate": args.generate,
+        "vertices": args.vertices,
+        "edge_count": args.edge_count,
+        "seed": args.seed,
+        "out": absolute(args.out),
+        "max_supersteps": args.max_supersteps,
+    }
+
+
+def validate_graph(params: dict[str, Any]) -> None:
+    if bool(params.get("edges")) == bool(params.get("generate")):
+        raise CloudhpcError("give either --edges FILE or --generate rmat|er (one of them)")
+    v = params.get("vertices")
+    if v is not None and not 1 <= int(v) <= MAX_VERTICES:
+        raise CloudhpcError(f"--vertices must be in 1..{MAX_VERTICES}, not {v}")
+    if params.get("generate"):
+        if v is None:
+            raise CloudhpcError("--generate needs --vertices V")
+        m = params.get("edge_count")
+        if m is not None and int(m) < 0:
+            raise CloudhpcError(f"--edge-count must be >= 0, not {m}")
+        check_seed(params.get("seed", 0))
+    else:
+        check_edge_file(params["edges"])
+    if int(params.get("max_supersteps", 1)) < 1:
+        raise CloudhpcError("--max-supersteps must be at least 1")
+    out = params.get("out")
+    if out:
+        if not out.endswith(OUT_SUFFIXES):
+            raise CloudhpcError(f"--out {out}: give a .npy or .parquet file name")
+        check_output_path(out, "--out")
+
+
+def edge_count(params: dict[str, Any]) -> int:
+    m = params.get("edge_count")
+    return 8 * int(params["vertices"]) if m is None else int(m)

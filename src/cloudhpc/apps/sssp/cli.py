@@ -1,0 +1,39 @@
+"""sssp's command-line hooks (light: no numba or mpi4py here)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ...errors import CloudhpcError
+from ..graphs.options import ENGINES, add_graph_arguments, graph_params, validate_graph
+
+HELP = "single-source shortest paths (vertex program, bsp model)"
+DESCRIPTION = (
+    "Shortest path lengths from --source to every vertex: a vertex whose distance dropped sends "
+    "distance + edge weight along its out-edges (min combiner) and votes to halt. Weights are "
+    "the edge list's third column (1 when absent) and must be >= 0. Undirected graphs unless "
+    "--directed. --out VALUES.npy holds the distances (inf: unreachable)."
+)
+MAIN = "cloudhpc.apps.sssp.job:main"
+__all__ = ["ENGINES", "HELP", "MAIN"]
+RTOL = 1e-12  # --check: distances against Dijkstra's
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    g = add_graph_arguments(parser, "sssp")
+    g.add_argument("--source", type=int, default=0, metavar="V", help="source vertex (default 0)")
+
+
+def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    return {**graph_params(args), "source": args.source}
+
+
+def validate(params: dict[str, Any], nprocs: int = 1) -> None:
+    validate_graph(params)
+    source = params.get("source", 0)
+    if isinstance(source, bool) or not isinstance(source, int) or source < 0:
+        raise CloudhpcError(f"--source must be a vertex id (an integer >= 0), not {source!r}")
+    v = params.get("vertices")
+    if v is not None and source >= int(v):
+        raise CloudhpcError(f"source vertex {source} is not in the graph (ids 0..{int(v) - 1})")

@@ -1,0 +1,43 @@
+"""Shortest paths as a vertex program: superstep 0 the source (distance 0) sends along its
+out-edges; later a vertex whose best message beats its distance takes it and sends distance +
+weight on (min combiner); every vertex votes to halt each superstep."""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from ...models.bsp import VertexProgram
+
+
+@njit(cache=True)
+def relax(dist, has, inbox, changed) -> int:
+    n = 0
+    for v in range(len(dist)):
+        changed[v] = has[v] and inbox[v, 0] < dist[v]
+        if changed[v]:
+            dist[v] = inbox[v, 0]
+            n += 1
+    return n
+
+
+class ShortestPaths(VertexProgram):
+    combiner = "min"
+
+    def __init__(self, source: int) -> None:
+        self.source = source
+
+    def init(self, part) -> None:
+        dist = np.full(part.n_local, np.inf)
+        here = part.local_index(np.array([self.source]))[0]
+        if here >= 0:
+            dist[here] = 0.0
+        part.values["dist"] = dist
+        self._changed = dist == 0.0
+
+    def compute(self, step) -> None:
+        dist = step.values["dist"]
+        if step.superstep > 0:
+            relax(dist, step.inbox.has, step.inbox.values, self._changed)
+        step.send_along_edges(dist, self._changed, edge_op="add", weight="w")
+        step.vote_to_halt()

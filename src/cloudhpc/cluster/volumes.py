@@ -1,0 +1,439 @@
+"""Data volumes on the hosts of an emulated cluster (seed 003's GlusterFS volumes).
+
+A volume holds files on the hosts' local disks (their scratch directories), laid out as
+GlusterFS does:
+
+- distribute: each file whole on one host, chosen by a hash of its name (GlusterFS's DHT: the
+  32-bit hash space cut into one equal range per host) or by free space;
+- stripe: the file cut into stripes of `stripe_size` bytes, stripe k on the k-th host of the
+  hosts file modulo their number (the seed: "in increasing order of IP address"). As GlusterFS's
+  stripe translator, each host keeps one sparse file holding its stripes at their own offsets,
+  so any byte range is read from a host at the offset it has in the file.
+
+Host h keeps the volume in SCRATCH/volumes/NAME/ and serves it with its data service
+(dataserve.py). The manifest, STATE/CLUSTER/volumes/NAME.json, says which host holds which
+bytes, and a CRC-32 of every CHECK_BLOCK bytes of every file, computed from the source while it
+is copied, against which every read is checked (volread.py). A volume goes with its cluster
+(`cluster down` removes the scratch and state directories).
+
+No half volume: the copies go to a hidden directory on each host, fsync'd, and are renamed into
+place only when every file has been copied; the manifest is written last. Anything that stops
+`create` (an error, Ctrl-C, SIGTERM) removes what was copied.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .. import signals
+from ..atomic import write_json
+from ..errors import CloudhpcError
+from ..job import Host
+from ..paths import check_input_file
+from . import dataserve, state
+from .hook import host_argv
+from .manage import check_ready, cluster_of_hosts
+from .model import Cluster, ClusterHost
+
+LAYOUTS = ("distribute", "stripe")
+DISTRIBUTE_BY = ("hash", "space")
+CHECK_BLOCK = 64 * 1024  # bytes per CRC-32 in the manifest; reads are checked block by block
+COPY_PIECE = 4 * 1024 * 1024  # a multiple of CHECK_BLOCK
+SERVICE_START_S = 20.0
+
+
+def parse_bytes(text: str | int, what: str) -> int:
+    """'64m', '1g', '512k', '4096' (binary multiples) -> bytes; zero and below refused."""
+    t = str(text).strip().lower().removesuffix("ib").removesuffix("b")
+    mult = 1
+    for suffix, m in (("k", 1 << 10), ("m", 1 << 20), ("g", 1 << 30)):
+        if t.endswith(suffix):
+            t, mult = t[:-1], m
+            break
+    if not t.isdigit():
+        raise CloudhpcError(f"{what} must be a byte count like 4096, 512k, 64m or 1g, not {text!r}")
+    n = int(t) * mult
+    if n <= 0:
+        raise CloudhpcError(f"{what} must be positive, not {text!r}")
+    return n
+
+
+def check_volume_name(name: str) -> str:
+    if not dataserve._safe(name) or len(name) > 64 or name.startswith("-"):
+        raise CloudhpcError(
+            f"volume name {name!r} must be 1-64 letters, digits, '.', '_', '-' or '+' "
+            "(not starting with '.' or '-')"
+        )
+    return name
+
+
+# ---- where volumes are -------------------------------------------------------------------------
+def volumes_dir(cluster: Cluster) -> Path:
+    return Path(cluster.state_dir) / "volumes"
+
+
+def manifest_path(cluster: Cluster, name: str) -> Path:
+    return volumes_dir(cluster) / f"{name}.json"
+
+
+def host_root(host: ClusterHost) -> Path:
+    """What host `host`'s data service serves: its volumes on its local disk."""
+    return Path(host.scratch) / "volumes"
+
+
+def all_volumes() -> list[dict[str, Any]]:
+    found = []
+    for c in state.all_clusters():
+        for p in sorted(volumes_dir(c).glob("*.json")):
+            try:
+                found.append(json.loads(p.read_text()))
+            except (OSError, ValueError):
+                continue
+    return found
+
+
+def find(name: str) -> tuple[Cluster, dict[str, Any]]:
+    """The cluster holding volume `name` and its manifest."""
+    check_volume_name(name)
+    for c in state.all_clusters():
+        p = manifest_path(c, name)
+        if p.is_file():
+            try:
+                return c, json.loads(p.read_text())
+            except (OSError, ValueError) as e:
+                raise CloudhpcError(f"volume manifest {p} is damaged ({e})") from None
+    raise CloudhpcError(f"no volume {name} (cloudhpc volume list shows them)")
+
+
+def file_entry(manifest: dict[str, Any], name: str | None) -> dict[str, Any]:
+    """One file of a volume: `name`, or the volume's only file."""
+    files = manifest["files"]
+    if name is None:
+        if len(files) != 1:
+            raise CloudhpcError(
+                f"volume {manifest['name']} holds {len(files)} files; name one with --file "
+                f"({', '.join(f['name'] for f in files[:5])})"
+            )
+        return files[0]
+    for f in files:
+        if f["name"] == name:
+            return f
+    raise CloudhpcError(f"volume {manifest['name']} has no file {name}")
+
+
+def crc_table(entry: dict[str, Any]) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(entry["crc32"]), dtype=">u4").astype(np.uint32)
+
+
+# ---- data services ---------------------------------------------------------------------------
+def service_url(host: ClusterHost | dict) -> str:
+    address = host["address"] if isinstance(host, dict) else host.address
+    return f"http://{address}:{dataserve.PORT}"
+
+
+def probe(cluster: Cluster, hosts: Sequence[ClusterHost | dict]) -> dict[str, str]:
+    """Ask each host's data service for /health from the head node: {host name: 'ok' or why}."""
+    urls = [service_url(h) for h in hosts]
+    argv = cluster.in_head([sys.executable, "-I", "-S", dataserve.__file__, "probe", *urls])
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise CloudhpcError(
+            f"cannot reach cluster {cluster.name}'s head node: "
+            f"{(r.stderr.strip().splitlines() or ['?'])[-1]}"
+        )
+    answers = json.loads(r.stdout)
+    names = [h["name"] if isinstance(h, dict) else h.name for h in hosts]
+    return {n: answers[u] for n, u in zip(names, urls, strict=True)}
+
+
+def require_services(cluster: Cluster, hosts: Sequence[ClusterHost | dict], why: str) -> None:
+    """One line naming the first host whose data service does not answer."""
+    for name, answer in probe(cluster, hosts).items():
+        if answer != "ok":
+            h = next(h for h in hosts if (h["name"] if isinstance(h, dict) else h.name) == name)
+            raise CloudhpcError(
+                f"host {name} is down: its data service at {service_url(h)} does not answer "
+                f"({answer}); {why}"
+            )
+
+
+def _service_pid(host: ClusterHost) -> int | None:
+    try:
+        pid = int(json.loads((host_root(host) / dataserve.STATE).read_text())["pid"])
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return pid if b"dataserve" in cmdline else None
+
+
+def start_services(cluster: Cluster, hosts: Sequence[ClusterHost]) -> list[ClusterHost]:
+    """Start the data service of every host in `hosts` whose service is not answering; wait
+    until all answer. Returns the hosts where one was started."""
+    answers = probe(cluster, hosts)
+    started = []
+    for h in hosts:
+        if answers[h.name] == "ok":
+            continue
+        root = host_root(h)
+        root.mkdir(parents=True, exist_ok=True)
+        old = _service_pid(h)
+        if old is not None:  # running but not answering: replace it
+            _stop_pid(old)
+        command = (
+            f"exec {sys.executable} -m cloudhpc.cluster.dataserve serve {root} {h.name} "
+            f"{dataserve.PORT}"
+        )
+        with open(root / ".dataserve.log", "ab") as log:
+            subprocess.Popen(
+                host_argv(h.namespace, h.name, command),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,  # a daemon of the host, not of this command
+                env={k: v for k, v in os.environ.items() if k != "CLOUDHPC_CONTROL_DIR"},
+            )
+        started.append(h)
+    deadline = time.monotonic() + SERVICE_START_S
+    while started:
+        answers = probe(cluster, started)
+        if all(a == "ok" for a in answers.values()):
+            break
+        if time.monotonic() > deadline:
+            bad = next(n for n, a in answers.items() if a != "ok")
+            raise CloudhpcError(f"the data service of host {bad} did not start ({answers[bad]})")
+        time.sleep(0.1)
+    return started
+
+
+def _stop_pid(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    for _ in range(100):
+        if not Path(f"/proc/{pid}").exists():
+            return
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z":
+                return  # ended; its parent (if this process) reaps it
+        except (OSError, IndexError):
+            return
+        time.sleep(0.05)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def stop_idle_services(hosts: Sequence[ClusterHost]) -> None:
+    """Stop the data service of each host that holds no volume any more."""
+    for h in hosts:
+        root = host_root(h)
+        if root.is_dir() and any(not p.name.startswith(".") for p in root.iterdir()):
+            continue
+        pid = _service_pid(h)
+        if pid is not None:
+            _stop_pid(pid)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+# ---- create and remove -----------------------------------------------------------------------
+def _chunks(layout: str, size: int, hosts: Sequence[ClusterHost], stripe: int, home: int):
+    if layout == "distribute":
+        return [(0, size, hosts[home].name)]
+    return [(o, min(stripe, size - o), hosts[(o // stripe) % len(hosts)].name)
+            for o in range(0, size, stripe)]  # fmt: skip
+
+
+def _home(name: str, size: int, hosts: Sequence[ClusterHost], by: str, taken: dict) -> int:
+    if by == "hash":  # GlusterFS DHT: equal ranges of the 32-bit hash space, one per host
+        return (zlib.crc32(name.encode()) * len(hosts)) >> 32
+    free = [shutil.disk_usage(h.scratch).free - taken.get(h.name, 0) for h in hosts]
+    return max(range(len(hosts)), key=lambda i: free[i])  # first on ties
+
+
+def create(
+    name: str,
+    hosts_file: str,
+    layout: str,
+    files: Sequence[str],
+    *,
+    stripe_size: int | None = None,
+    distribute_by: str = "hash",
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Copy `files` onto the hosts of `hosts_file` (a cluster's) and write the manifest."""
+    from ..launch.hostfile import read_hosts_file
+
+    check_volume_name(name)
+    if layout not in LAYOUTS:
+        raise CloudhpcError(f"--layout must be distribute or stripe, not {layout!r}")
+    if distribute_by not in DISTRIBUTE_BY:
+        raise CloudhpcError(f"--by must be hash or space, not {distribute_by!r}")
+    if layout == "stripe":
+        if stripe_size is None or stripe_size <= 0:
+            raise CloudhpcError(f"--stripe-size must be positive, not {stripe_size}")
+    if not files:
+        raise CloudhpcError("volume create needs at least one file")
+    sources = []
+    for f in files:
+        check_input_file(f, "file")
+        base = os.path.basename(f)
+        if not dataserve._safe(base):
+            raise CloudhpcError(f"file name {base!r}: letters, digits, '.', '_', '-', '+' only")
+        if base in (s[0] for s in sources):
+            raise CloudhpcError(f"two files are named {base}; a volume keeps one name once")
+        size = os.path.getsize(f)
+        if size == 0:
+            raise CloudhpcError(f"file {f} is empty")
+        sources.append((base, os.path.abspath(f), size))
+    hosts = _volume_hosts(hosts_file, read_hosts_file(hosts_file))
+    cluster = hosts[0][0]
+    for c in state.all_clusters():
+        if manifest_path(c, name).exists():
+            raise CloudhpcError(f"volume {name} exists on cluster {c.name} (volume rm {name})")
+    check_ready(cluster)
+    chosen = [h for _, h, _ in hosts]
+    racks = {h.name: rack for _, h, rack in hosts}
+    taken: dict[str, int] = {}
+    entries = []
+    for base, path, size in sources:
+        home = _home(base, size, chosen, distribute_by, taken)
+        chunks = _chunks(layout, size, chosen, stripe_size or size, home)
+        for _, length, h in chunks:
+            taken[h] = taken.get(h, 0) + length
+        entries.append({"name": base, "source": path, "size": size, "chunks": chunks})
+    total = sum(e["size"] for e in entries)
+    partial = {h.name: host_root(h) / f".{name}.partial-{os.getpid()}" for h in chosen}
+    final = {h.name: host_root(h) / name for h in chosen}
+    placed: list[Path] = []
+    try:
+        start_services(cluster, chosen)  # a host down: one line, and nothing copied
+        for p in partial.values():
+            p.mkdir(parents=True)
+        done = 0
+        for e in entries:
+            e["crc32"] = _copy(
+                e, partial, lambda n, base=done: progress and progress(base + n, total)
+            )
+            done += e["size"]
+        with signals.held():
+            for h in chosen:
+                os.rename(partial[h.name], final[h.name])
+                placed.append(final[h.name])
+            manifest = {
+                "name": name,
+                "cluster": cluster.name,
+                "layout": layout,
+                "stripe_size": stripe_size if layout == "stripe" else None,
+                "distribute_by": distribute_by if layout == "distribute" else None,
+                "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                "port": dataserve.PORT,
+                "check_block": CHECK_BLOCK,
+                "hosts": [
+                    {
+                        "name": h.name,
+                        "address": h.address,
+                        "rack": racks[h.name],
+                        "scratch": h.scratch,
+                    }  # fmt: skip
+                    for h in chosen
+                ],
+                "files": entries,
+            }
+            volumes_dir(cluster).mkdir(parents=True, exist_ok=True)
+            write_json(manifest_path(cluster, name), manifest, fsync=True, replace=False)
+        return manifest
+    except BaseException:
+        with signals.held():
+            for p in [*partial.values(), *placed]:
+                shutil.rmtree(p, ignore_errors=True)
+            stop_idle_services(chosen)
+        raise
+
+
+def _volume_hosts(path: str, hosts: Sequence[Host]):
+    """(cluster, host, rack) for each distinct host of the hosts file, in its order."""
+    cluster = cluster_of_hosts(hosts, Path(path).read_text(), source=path)
+    if cluster is None:
+        raise CloudhpcError(
+            f"{path} lists real machines; volumes live on the hosts of an emulated cluster "
+            "(the NAME.hosts of `cloudhpc cluster up`)"
+        )
+    seen: dict[str, tuple] = {}
+    for h in hosts:
+        seen.setdefault(h.name, (cluster, cluster.host(h.name), h.rack))
+    return list(seen.values())
+
+
+def _copy(entry: dict, partial: dict[str, Path], progress: Callable[[int], Any]) -> str:
+    """Copy one file to its hosts' hidden directories (each host's bytes at their own offsets,
+    fsync'd); return the CRC-32 of every CHECK_BLOCK bytes of the source, base64."""
+    chunks, size = entry["chunks"], entry["size"]
+    fds = {h: os.open(partial[h] / entry["name"], os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+           for h in {c[2] for c in chunks}}  # fmt: skip
+    crcs = np.empty((size + CHECK_BLOCK - 1) // CHECK_BLOCK, dtype=">u4")
+    try:
+        with open(entry["source"], "rb", buffering=0) as src:
+            buf = bytearray(COPY_PIECE)
+            view = memoryview(buf)
+            off, ci = 0, 0
+            while off < size:
+                n = src.readinto(buf)
+                if not n:
+                    raise CloudhpcError(f"{entry['source']} shrank while being copied")
+                for b in range(0, n, CHECK_BLOCK):
+                    crcs[off // CHECK_BLOCK + b // CHECK_BLOCK] = zlib.crc32(
+                        view[b : min(n, b + CHECK_BLOCK)]
+                    )
+                end = off + n
+                while ci < len(chunks) and chunks[ci][0] < end:
+                    c_off, c_len, h = chunks[ci]
+                    lo, hi = max(off, c_off), min(end, c_off + c_len)
+                    os.pwrite(fds[h], view[lo - off : hi - off], lo)
+                    if hi == c_off + c_len:
+                        ci += 1
+                    else:
+                        break
+                off = end
+                progress(off)
+        for fd in fds.values():
+            os.fsync(fd)
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    return base64.b64encode(crcs.tobytes()).decode()
+
+
+def remove(name: str) -> dict[str, Any]:
+    """Remove volume `name` from its hosts and forget it; stop data services left idle."""
+    cluster, manifest = find(name)
+    hosts = [cluster.host(h["name"]) for h in manifest["hosts"]]
+    with signals.held():
+        manifest_path(cluster, name).unlink(missing_ok=True)
+        for h in hosts:
+            shutil.rmtree(host_root(h) / name, ignore_errors=True)
+        stop_idle_services(hosts)
+    return manifest
+
+
+def bytes_on_hosts(manifest: dict[str, Any]) -> dict[str, int]:
+    out = {h["name"]: 0 for h in manifest["hosts"]}
+    for f in manifest["files"]:
+        for _, length, h in f["chunks"]:
+            out[h] += length
+    return out

@@ -1,0 +1,127 @@
+"""How cloudhpc's numba kernels are compiled and loaded: serial or parallel by the rank's thread
+count, and loaded from numba's on-disk cache without numba's first-call start-up.
+
+Two costs made every app's first kernel call take 0.4-0.7 s on a warm cache:
+- numba's first cached call runs `target_context.refresh()`, which imports and registers all of
+  numba's own typing and lowering code (arraymath, linalg, unicode, random, typed containers, ...)
+  and `entrypoints.init_all()`, which imports every installed numba extension (awkward's alone is
+  0.2 s). Neither is needed to run machine code that was compiled before.
+- a `parallel=True` kernel loaded from the cache starts numba's threading layer (OpenMP here),
+  even when the rank has one thread.
+
+`kernel(...)` is `numba.njit(cache=True, ...)` that compiles with `parallel=True` only when the
+rank runs T > 1 threads (T: NUMBA_NUM_THREADS, which the launchers export as the layout's thread
+count; numba's own default, the machine's cores, when unset). The parallel twin is cached under
+its own name: numba's cache key does not include the compile flags.
+
+`load(*kernels)` rebuilds every specialization numba's cache holds for the kernels (current
+source, this CPU) and installs it in the dispatcher: what `Dispatcher.compile` does on a cache
+hit, without the refresh or the extensions (NRT, the runtime the code calls, is initialised as
+refresh would). A kernel's later call with a type not in the cache compiles as usual (and that
+compile refreshes the context itself). It uses numba internals (`_cache`, `_impl.rebuild`): on
+any error it loads nothing and the kernels' first calls load them numba's usual way; the tests
+check that it still loads.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import types
+from collections.abc import Callable
+from typing import Any
+
+# What loading and first calling a cached kernel imports anyway: the module whose environments
+# numba's array helpers (np.zeros, ...) refer to, and numpy.ma (numba's typeof of an array checks
+# for masked arrays). Imported with the kernels' module, i.e. in the worker's `job_import` phase
+# with numba itself, so that `jit` is the loading (0.1 s of imports under load otherwise).
+import numba.np.arrayobj  # noqa: F401
+import numpy.ma  # noqa: F401
+
+PARALLEL_SUFFIX = "__parallel"
+
+
+def threads() -> int:
+    """T, the rank's thread count: NUMBA_NUM_THREADS (the layout's), else numba's default."""
+    value = os.environ.get("NUMBA_NUM_THREADS", "")
+    if value.strip().isdigit() and int(value) > 0:
+        return int(value)
+    from numba import config
+
+    return max(1, int(config.NUMBA_NUM_THREADS))
+
+
+def kernel(fn: Callable | None = None, *, parallel: bool = False, **options: Any):
+    """`@kernel` / `@kernel(parallel=True, nogil=True)`: numba.njit(cache=True, **options), with
+    parallel=True (prange runs on numba's threads) only when `parallel` and threads() > 1; with
+    one thread prange is a plain range and no threading layer is started."""
+
+    def wrap(f: Callable):
+        from numba import njit
+
+        if parallel and threads() > 1:
+            f = _renamed(f, f.__qualname__ + PARALLEL_SUFFIX)
+            return njit(cache=True, parallel=True, **options)(f)
+        return njit(cache=True, **options)(f)
+
+    return wrap(fn) if fn is not None else wrap
+
+
+def _renamed(f: Callable, qualname: str) -> Callable:
+    """A copy of `f` under another qualified name (numba names its cache files after it)."""
+    g = types.FunctionType(f.__code__, f.__globals__, f.__name__, f.__defaults__, f.__closure__)
+    functools.update_wrapper(g, f)
+    g.__qualname__ = qualname
+    del g.__wrapped__  # numba would follow it to `f`
+    g.__kwdefaults__ = f.__kwdefaults__
+    return g
+
+
+def load(*kernels: Any) -> int:
+    """Install every specialization numba's cache holds for `kernels` (numba dispatchers, e.g.
+    made by `kernel`); returns how many were loaded. Call the kernels on tiny inputs afterwards
+    (an app's warm_up): a type the cache did not hold then compiles (and is cached for next time).
+    Anything that is not a caching numba dispatcher is skipped."""
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.runtime import rtsys
+    except ImportError:
+        return 0
+    loaded = 0
+    with global_compiler_lock:
+        for dispatcher in kernels:
+            try:
+                loaded += _load_cached(dispatcher, rtsys)
+            except Exception:  # numba internals changed, or a damaged cache: numba's own way
+                continue
+    return loaded
+
+
+def _load_cached(dispatcher: Any, rtsys: Any) -> int:
+    cache = getattr(dispatcher, "_cache", None)
+    cache_file = getattr(cache, "_cache_file", None)
+    if cache_file is None:  # not njit(cache=True) (or NUMBA_DISABLE_JIT)
+        return 0
+    index = cache_file._load_index()  # {} when the source changed since the cache was written
+    if not index:
+        return 0
+    context = dispatcher.targetctx
+    codegen = context.codegen()
+    loaded = 0
+    for key in index:
+        sig = key[0]
+        if key != cache._index_key(sig, codegen):  # another CPU, or other bytecode
+            continue
+        if tuple(sig) in dispatcher.overloads:
+            continue
+        data = cache_file.load(key)
+        if data is None:
+            continue
+        rtsys.initialize(context)  # the NRT the machine code calls (refresh's first step)
+        cres = cache._impl.rebuild(context, data)
+        if not cres.objectmode:
+            context.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+        dispatcher.add_overload(cres)
+        dispatcher._cache_hits[sig] += 1
+        loaded += 1
+    return loaded

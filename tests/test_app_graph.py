@@ -1,0 +1,134 @@
+"""The graph apps (pagerank, components, sssp) through `cloudhpc run`: edge lists in every
+format with isolated vertices, self-loops and duplicate edges, generated graphs, P = 1, 2, 4
+(oversubscribed) on the mpi and serial engines, every run --check'ed against SciPy; bad input
+gives one line and no record."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from helpers import assert_one_line_error, run_cli, run_json
+
+# ids 0..11 with a self-loop (3), a duplicate edge (1-2 twice), two components and, with
+# --vertices 15, isolated vertices 12..14
+EDGES = [(0, 1, 2.0), (1, 2, 1.5), (1, 2, 0.5), (2, 0, 4.0), (3, 3, 1.0), (3, 4, 2.0),
+         (4, 5, 1.0), (5, 3, 7.0), (6, 7, 1.0), (7, 8, 2.5), (8, 9, 1.0), (9, 10, 0.0),
+         (10, 11, 3.0), (11, 6, 1.0), (2, 6, 9.0)]  # fmt: skip
+
+
+def _text(path, sep="\t", header=True):
+    lines = ["# a comment", "% another"] + (
+        ["src" + sep + "dst" + sep + "weight"] if header else []
+    )
+    lines += [f"{u}{sep}{v}{sep}{w}" for u, v, w in EDGES]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+def _launch(ranks, engine="mpi"):
+    if engine == "serial":
+        return ["--engine", "serial", "-n", "1"]
+    return ["-n", str(ranks)] + (["--oversubscribe"] if ranks > 2 else [])
+
+
+def test_pagerank_text_file_on_4_ranks(tmp_path):
+    out = tmp_path / "pr.npy"
+    rec = run_json(
+        "run", "pagerank", "--edges", _text(tmp_path / "g.tsv"), "--vertices", "15",
+        "--tol", "0", "--iterations", "30", "--out", str(out), "--check", *_launch(4),
+    )  # fmt: skip
+    assert rec["verified"] is True and rec["metrics"]["max_rel_err"] < 1e-9
+    assert rec["metrics"]["iterations"] == 30 and rec["metrics"]["vertices"] == 15
+    pr = np.load(out)
+    assert pr.shape == (15,) and abs(pr.sum() - 1) < 1e-12
+    assert np.allclose(pr[12:], pr[12])  # isolated vertices alike
+    rows = rec["rows"]
+    assert len(rows) == 31 and rows[0]["active"] == 15 and rows[0]["messages"] == 2 * 15 - 1
+
+
+def test_components_parquet_on_2_ranks(tmp_path):
+    src = tmp_path / "g.parquet"
+    u, v, _ = zip(*EDGES, strict=True)
+    pq.write_table(pa.table({"src": np.array(u), "dst": np.array(v)}), src)
+    out = tmp_path / "cc.parquet"
+    rec = run_json(
+        "run", "components", "--edges", str(src), "--vertices", "14", "--out", str(out),
+        "--check", *_launch(2),
+    )  # fmt: skip
+    assert rec["verified"] is True and rec["metrics"]["components"] == 4
+    labels = pq.read_table(out).column("value").to_numpy()
+    assert labels.tolist() == [0.0] * 3 + [3.0] * 3 + [0.0] * 6 + [12.0, 13.0]
+
+
+def test_sssp_npy_directed_serial(tmp_path):
+    src = tmp_path / "g.npy"
+    np.save(src, np.array(EDGES))
+    out = tmp_path / "d.npy"
+    rec = run_json(
+        "run", "sssp", "--edges", str(src), "--directed", "--source", "6", "--out", str(out),
+        "--check", *_launch(1, "serial"),
+    )  # fmt: skip
+    assert rec["verified"] is True
+    d = np.load(out)
+    assert d[6:12].tolist() == [0.0, 1.0, 3.5, 4.5, 4.5, 7.5]
+    assert np.isinf(d[:6]).all()  # nothing leads back from 6..11
+
+
+@pytest.mark.parametrize(
+    "app,kind,launch",
+    [
+        ("pagerank", "er", ("mpi", 2)),
+        ("components", "rmat", ("mpi", 4)),
+        ("sssp", "rmat", ("serial", 1)),
+    ],
+)
+def test_generated_graphs_verify(app, kind, launch):
+    engine, ranks = launch
+    rec = run_json(
+        "run", app, "--generate", kind, "--vertices", "600", "--edge-count", "2000", "--seed",
+        "5", "--check", *_launch(ranks, engine),
+    )  # fmt: skip
+    assert rec["verified"] is True
+    assert rec["metrics"]["supersteps"] == len(rec["rows"]) > 1
+
+
+@pytest.mark.parametrize(
+    "content,needles",
+    [
+        ("0 1\n1 2 3 4\n", ["g.txt line 2", "malformed edge"]),
+        ("0 1\nx y\n", ["g.txt line 2", "malformed"]),
+        ("# c\n0 1\n2 -3\n", ["g.txt line 3", "vertex id -3", "out of range"]),
+        ("0 1.5\n", ["line 1", "vertex id 1.5"]),
+    ],
+)
+def test_bad_edge_lines(tmp_path, content, needles):
+    path = tmp_path / "g.txt"
+    path.write_text(content)
+    r = run_cli("run", "components", "--edges", str(path), "--results", str(tmp_path / "res"),
+                *_launch(1, "serial"))  # fmt: skip
+    assert_one_line_error(r, *needles)
+    assert not list((tmp_path / "res").glob("**/*.json"))  # no record
+
+
+def test_bad_graph_inputs(tmp_path):
+    g = _text(tmp_path / "g.csv", sep=",")
+    res = str(tmp_path / "res")
+    cases = [
+        (["sssp", "--edges", g, "--source", "40"], ["source vertex 40", "not in the graph"]),
+        (["components", "--edges", g, "--vertices", "5"], ["vertex id 11 out of range"]),
+        (["pagerank", "--edges", g, "--engine", "ray"], ["runs on --engine mpi or serial"]),
+        (["pagerank", "--edges", str(tmp_path / "g.xls")], ["g.xls"]),
+        (["pagerank", "--generate", "rmat"], ["--generate needs --vertices"]),
+    ]
+    bad_npy = tmp_path / "w.npy"
+    np.save(bad_npy, np.zeros((3, 4)))
+    cases.append((["pagerank", "--edges", str(bad_npy)], ["shape 3x4", "E x 2"]))
+    neg = tmp_path / "neg.tsv"
+    neg.write_text("0 1 2\n1 2 -1\n")
+    cases.append((["sssp", "--edges", str(neg)], ["negative edge weight -1"]))
+    for args, needles in cases:
+        launch = [] if "--engine" in args else _launch(1, "serial")
+        assert_one_line_error(run_cli("run", *args, "--results", res, *launch), *needles)
+    assert not list((tmp_path / "res").glob("**/*.json"))  # no record

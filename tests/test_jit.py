@@ -1,0 +1,96 @@
+"""cloudhpc.jit: kernels serial with one thread and parallel with more (each cached under its own
+name), and `load` installing numba's cached machine code without numba's first-call start-up."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+from helpers import run_json
+
+KERNELS = '''
+import numpy as np
+from numba import prange
+
+from cloudhpc.jit import kernel
+
+
+@kernel(parallel=True)
+def total(x):
+    s = 0.0
+    for i in prange(len(x)):
+        s += x[i]
+    return s
+
+
+@kernel
+def fill(out, value):
+    out[:] = np.full(len(out), value)
+'''
+
+SCRIPT = '''
+import json, sys
+import numpy as np
+import numba
+sys.path.insert(0, sys.argv[1])
+import kern
+from cloudhpc.jit import load
+
+loaded = load(kern.total, kern.fill, len)  # len: not a numba kernel, skipped
+out = np.zeros(4)
+kern.fill(out, 2.5)
+result = {
+    "loaded": loaded,
+    "total": kern.total(np.arange(10.0)),
+    "out": out.tolist(),
+    "misses": sum(len(d.stats.cache_misses) for d in (kern.total, kern.fill)),
+    "qualname": kern.total.py_func.__qualname__,
+    "parallel": bool(kern.total.targetoptions.get("parallel")),
+    "fresh": numba.njit(lambda n: np.zeros(n).sum() + n)(3),  # a new compile still works
+}
+print(json.dumps(result))
+'''
+
+
+def _run(tmp_path, threads: int) -> dict:
+    env = dict(os.environ, NUMBA_NUM_THREADS=str(threads))
+    r = subprocess.run(
+        [sys.executable, str(tmp_path / "script.py"), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def test_kernels_load_from_cache_serial_and_parallel(tmp_path):
+    (tmp_path / "kern.py").write_text(textwrap.dedent(KERNELS))
+    (tmp_path / "script.py").write_text(textwrap.dedent(SCRIPT))
+    cold = _run(tmp_path, 1)  # compiles and writes numba's cache
+    assert cold["loaded"] == 0 and cold["misses"] == 2
+    warm = _run(tmp_path, 1)
+    assert warm["loaded"] == 2 and warm["misses"] == 0  # both came from load(), none compiled
+    for r in (cold, warm):
+        assert r["total"] == 45.0 and r["out"] == [2.5] * 4 and r["fresh"] == 3.0
+        assert r["qualname"] == "total" and not r["parallel"]
+
+    # two threads: the parallel twin, cached under its own name (the serial entry is not reused)
+    cold2 = _run(tmp_path, 2)
+    assert cold2["qualname"] == "total__parallel" and cold2["parallel"]
+    assert cold2["loaded"] == 1 and cold2["misses"] == 1  # fill is serial either way: loaded
+    warm2 = _run(tmp_path, 2)
+    assert warm2["loaded"] == 2 and warm2["misses"] == 0
+    assert warm2["total"] == 45.0 and warm2["fresh"] == 3.0
+
+
+def test_record_times_the_job_import_outside_total(results):
+    record = run_json(
+        "run", "wave", "--points", "100", "--steps", "2", "-n", "1", "--results", str(results)
+    )
+    phases = record["timings"]["phases"]
+    assert phases["job_import"] > 0 and phases["jit"] > 0
