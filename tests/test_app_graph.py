@@ -11,6 +11,9 @@ import pyarrow.parquet as pq
 import pytest
 from helpers import assert_one_line_error, run_cli, run_json
 
+from cloudhpc.apps.graphs.inputs import read_text
+from cloudhpc.errors import CloudhpcError
+
 # ids 0..11 with a self-loop (3), a duplicate edge (1-2 twice), two components and, with
 # --vertices 15, isolated vertices 12..14
 EDGES = [(0, 1, 2.0), (1, 2, 1.5), (1, 2, 0.5), (2, 0, 4.0), (3, 3, 1.0), (3, 4, 2.0),
@@ -100,15 +103,25 @@ def test_generated_graphs_verify(app, kind, launch):
         ("0 1\n1 2 3 4\n", ["g.txt line 2", "malformed edge"]),
         ("0 1\nx y\n", ["g.txt line 2", "malformed"]),
         ("# c\n0 1\n2 -3\n", ["g.txt line 3", "vertex id -3", "out of range"]),
-        ("0 1.5\n", ["line 1", "vertex id 1.5"]),
+        ("src dst\n\n0 1.5\n", ["line 3", "vertex id 1.5"]),
+        ("0 1 nan\n", ["line 1", "weight nan"]),
     ],
 )
-def test_bad_edge_lines(tmp_path, content, needles):
+def test_bad_edge_lines_are_named(tmp_path, content, needles):
     path = tmp_path / "g.txt"
     path.write_text(content)
+    with pytest.raises(CloudhpcError) as err:
+        read_text(str(path))
+    for n in needles:
+        assert n in str(err.value)
+
+
+def test_bad_edge_line_through_the_cli(tmp_path):
+    path = tmp_path / "g.txt"
+    path.write_text("0 1\n1 2 3 4\n")
     r = run_cli("run", "components", "--edges", str(path), "--results", str(tmp_path / "res"),
                 *_launch(1, "serial"))  # fmt: skip
-    assert_one_line_error(r, *needles)
+    assert_one_line_error(r, "g.txt line 2", "malformed edge")
     assert not list((tmp_path / "res").glob("**/*.json"))  # no record
 
 
