@@ -102,12 +102,19 @@ def main(ctx) -> dict[str, Any]:
             **scaffolding,
         }
         outputs = [write_contigs(os.path.join(out, "contigs.fa"), contigs)]
+        stale = os.path.join(out, "scaffolds.fa")
         if scaffolds is not None:
-            outputs.append(write_contigs(os.path.join(out, "scaffolds.fa"), scaffolds.contigs))
+            outputs.append(write_contigs(stale, scaffolds.contigs))
+        elif os.path.exists(stale):  # an earlier run's, which these contigs do not match
+            os.unlink(stale)
         outputs.append(write_json(os.path.join(out, "stats.json"), summary))
     metrics = {**stats, **(ev or {}), "k": k, "min_count": int(min_count)}
     metrics.update(counting)
-    metrics.update({f"{n}_removed": v for n, v in result.counts.items()})
+    metrics["tips_removed"] = result.counts.get("tips", 0)
+    metrics["bubbles_removed"] = result.counts.get("bubbles", 0)
+    metrics["simplify_rounds"] = result.counts.get("rounds", 0)
+    if "compress_rounds" in result.counts:
+        metrics["compress_rounds"] = result.counts["compress_rounds"]
     metrics.update(memory)
     metrics.update({n: v for n, v in scaffolding.items() if isinstance(v, int | float)})
     metrics["supersteps"] = result.supersteps
