@@ -28,6 +28,22 @@ def test_vm_net_variables_disable_shared_memory_and_select_tcp():
     assert d["name"] == "vm-net" and d["variables"] == v
 
 
+def test_local_vm_net_ranks_talk_over_loopback():
+    # libfabric would otherwise pick the first interface it finds, e.g. an emulated cluster's
+    # address-less veth end, and MPI_Init fails
+    from cloudhpc.launch import get_launcher
+
+    job = Job(app="tcp_peers", nprocs=2, layout=Layout(1, 2, 1), env="vm-net", oversubscribe=True)
+    plan = get_launcher("local").plan(job)
+    assert plan.env["FI_TCP_IFACE"] == "lo"
+    i = plan.argv.index("FI_TCP_IFACE")
+    assert plan.argv[i - 1 : i + 2] == ["-genv", "FI_TCP_IFACE", "lo"]
+    native = get_launcher("local").plan(
+        Job(app="tcp_peers", nprocs=2, layout=Layout(1, 2, 1), env="native", oversubscribe=True)
+    )
+    assert "FI_TCP_IFACE" not in native.env
+
+
 class Collect(Monitor):
     def __init__(self):
         self.lines = []

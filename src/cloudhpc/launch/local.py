@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 
+from ..envs import get_environment
 from ..job import Job
 from .base import Launcher, venv_bin
+from .plan import LaunchPlan
 
 
 def hydra_env_args(env: dict[str, str]) -> list[str]:
@@ -30,6 +32,15 @@ class LocalLauncher(Launcher):
 
     def slots(self, job: Job) -> int | None:
         return os.cpu_count() or 1
+
+    def plan(self, job: Job, rank_argv: list[str] | None = None, extra_env=None) -> LaunchPlan:
+        # Every rank is on this machine, so TCP between them (vm-net) goes over loopback. Left to
+        # itself libfabric picks the first interface it finds, which may be the root end of an
+        # emulated cluster's veth (no address: MPI_Init fails) or change from run to run.
+        extra = dict(extra_env or {})
+        if get_environment(job.env).variables().get("FI_PROVIDER") == "tcp":
+            extra.setdefault("FI_TCP_IFACE", "lo")
+        return super().plan(job, rank_argv, extra)
 
     def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
         nodes = job.layout.nodes

@@ -420,6 +420,7 @@ class _Solver:
         from mpi4py import MPI
 
         self._MPI = MPI
+        self._plans: dict[int, tuple[list, list | None]] = {}
 
     def row_sum(self, *values: float) -> tuple[float, ...]:
         """Sum scalars across the process row (the reference's pairwise exchanges)."""
@@ -440,53 +441,66 @@ class _Solver:
             s[0] += t[0]
         return float(s[0])
 
+    def _plan(self, out: np.ndarray) -> tuple[list, list | None]:
+        """Persistent requests (receive, send) of every reduction step, first step first, and of
+        the transpose (None when the partner is this rank), on fixed slices of w and `out`: set
+        up once per output vector, then only started and waited for."""
+        plan = self._plans.get(id(out))
+        if plan is None:
+            g, w, comm = self.grid, self.w, self.comm
+            steps = []
+            for i in range(g.l2npcols - 1, -1, -1):
+                start, slen, rlen = g.steps[i]
+                partner = g.partners[i]
+                steps.append([
+                    comm.Recv_init(out[g.send_start : g.send_start + rlen], partner, i + 1),
+                    comm.Send_init(w[start : start + slen], partner, i + 1),
+                ])  # fmt: skip
+            transpose = None
+            if g.exch_proc != g.me:
+                transpose = [
+                    comm.Recv_init(out[: g.ncols], g.exch_proc, 1),
+                    comm.Send_init(w[g.send_start : g.send_start + g.send_len], g.exch_proc, 1),
+                ]
+            plan = self._plans[id(out)] = (steps, transpose)
+        return plan
+
+    def close(self) -> None:
+        """Free the persistent requests."""
+        for steps, transpose in self._plans.values():
+            for req in [r for pair in steps for r in pair] + (transpose or []):
+                req.Free()
+        self._plans.clear()
+
     def product(self, v: np.ndarray, out: np.ndarray) -> None:
         """out[:ncols] = (A v) in the column distribution, from v in the column distribution.
 
         The rows this rank sends in the first reduction step are multiplied first and their
-        exchange is started (Isend/Irecv) before the rest of the rows are multiplied, so the
-        transfer overlaps the product; a transpose partner that is this rank itself (the 1 x 2
-        grid) is a copy, not a message."""
-        g, w, comm = self.grid, self.w, self.comm
+        exchange is started before the rest of the rows are multiplied, so the transfer overlaps
+        the product; a transpose partner that is this rank itself (the 1 x 2 grid) is a copy,
+        not a message. All messages are persistent requests on preallocated buffers."""
+        g, w = self.grid, self.w
         rowstr, col, a = self.rowstr, self.col, self.a
         if not g.l2npcols:
             matvec(rowstr, col, a, v, out, 0, g.nrows)
             return
-        i = g.l2npcols - 1
-        start, slen, rlen = g.steps[i]
-        partner = g.partners[i]
+        MPI = self._MPI
+        steps, transpose = self._plan(out)
+        start, slen, _ = g.steps[g.l2npcols - 1]
         matvec(rowstr, col, a, v, w, start, start + slen)
-        reqs = [
-            comm.Irecv(out[g.send_start : g.send_start + rlen], partner, i + 1),
-            comm.Isend(w[start : start + slen], partner, i + 1),
-        ]
+        MPI.Prequest.Startall(steps[0])
         matvec(rowstr, col, a, v, w, 0, start)
         matvec(rowstr, col, a, v, w, start + slen, g.nrows)
-        self._MPI.Request.Waitall(reqs)
-        add_into(w, g.send_start, out, rlen)
-        for i in range(g.l2npcols - 2, -1, -1):
-            start, slen, rlen = g.steps[i]
-            partner = g.partners[i]
-            comm.Sendrecv(
-                w[start : start + slen],
-                partner,
-                i + 1,
-                out[g.send_start : g.send_start + rlen],
-                partner,
-                i + 1,
-            )
-            add_into(w, g.send_start, out, rlen)
-        if g.exch_proc == g.me:
+        for k, reqs in enumerate(steps):
+            if k:
+                MPI.Prequest.Startall(reqs)
+            MPI.Request.Waitall(reqs)
+            add_into(w, g.send_start, out, g.steps[g.l2npcols - 1 - k][2])
+        if transpose is None:
             out[: g.ncols] = w[g.send_start : g.send_start + g.send_len]
         else:
-            comm.Sendrecv(
-                w[g.send_start : g.send_start + g.send_len],
-                g.exch_proc,
-                1,
-                out[: g.ncols],
-                g.exch_proc,
-                1,
-            )
+            MPI.Prequest.Startall(transpose)
+            MPI.Request.Waitall(transpose)
 
     def conj_grad(self) -> float:
         """25 CG iterations on A z = x from z = 0; returns ||x - A z||."""
@@ -520,16 +534,19 @@ def run(comm: Any, cls: str, *, corrupt: bool = False, progress: Progress = None
     cls = check_class(KERNEL, cls, CLASSES)
     na, nonzer, niter, _, zeta_ref = CLASSES[cls]
     s = _Solver(comm, cls)
-    s.power_step()  # one untimed iteration to touch code and data, as the reference does
-    s.x[:] = 1.0
-    comm.Barrier()
-    t0 = time.perf_counter()
-    zeta = rnorm = 0.0
-    for it in range(1, niter + 1):
-        zeta, rnorm = s.power_step()
-        if progress is not None:
-            progress(it, niter, f"cg class {cls}")
-    elapsed = max_time(comm, time.perf_counter() - t0)
+    try:
+        s.power_step()  # one untimed iteration to touch code and data, as the reference does
+        s.x[:] = 1.0
+        comm.Barrier()
+        t0 = time.perf_counter()
+        zeta = rnorm = 0.0
+        for it in range(1, niter + 1):
+            zeta, rnorm = s.power_step()
+            if progress is not None:
+                progress(it, niter, f"cg class {cls}")
+        elapsed = max_time(comm, time.perf_counter() - t0)
+    finally:
+        s.close()
     if corrupt:
         zeta *= 1.0 + 1e-8
     nz1 = nonzer * (nonzer + 1)

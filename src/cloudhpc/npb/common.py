@@ -180,8 +180,9 @@ def gib(nbytes: float) -> str:
 
 
 #: What one rank costs before the kernel allocates anything (interpreter, NumPy, numba, MPI);
-#: every memory_estimate adds it. Measured: EP, whose arrays take 1 MiB, peaks at 235-245 MiB.
-RANK_OVERHEAD = 248 * 2**20
+#: every memory_estimate adds it. Measured: EP, whose arrays take 2 MiB, peaks at 292-297 MiB
+#: (235-245 MiB before the worker imported more of cloudhpc).
+RANK_OVERHEAD = 304 * 2**20
 
 
 def peak_rss_max(comm: Any) -> int:
