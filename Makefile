@@ -7,6 +7,8 @@ STAMP := $(VENV)/.installed
 # Debian packages the tests use: iproute2 (ip, tc) for the emulated cluster (tests/test_cluster.py;
 # its tests are skipped without root). util-linux (unshare) and bash are essential packages.
 DEB_PACKAGES := iproute2
+# Debian packages the benchmarks compare with: velvet (benchmarks/assemble_velvet.py)
+BENCH_DEB_PACKAGES := velvet
 
 .PHONY: demo test lint format bench clean deb-packages
 
@@ -41,6 +43,12 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[test,bench]'
+	@missing=$$(for p in $(BENCH_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "Debian packages missing: $$missing (install them for the benchmarks)"; fi; \
+	fi
 
 clean:
 	rm -rf $(VENV) cloudhpc-results

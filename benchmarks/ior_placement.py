@@ -55,7 +55,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--stripe-mib", type=int, default=48, help="stripe size; the file is 9 of them")
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rebuild tables and PNG from the "
+        "results JSON (plans recomputed with `place`'s functions where missing)",
+    )
     args = ap.parse_args()
+    if args.report_only:
+        data = json.loads((RESULTS / "ior_placement.json").read_text())
+        _fill_ranks(data)
+        report(data, data["stripe_bytes"] // 2**20)
+        return
     state = tempfile.mkdtemp(prefix="cloudhpc-bench-ior-")
     os.environ["CLOUDHPC_CLUSTERS"] = state
     start = machine()
@@ -128,6 +139,7 @@ def main() -> None:
                 "local_fraction": got["local_fraction"],
                 "path": path,
                 "notes": got["notes"],
+                "ranks": [r["host"].rsplit("-", 1)[1] for r in got["ranks"]],
             }
         for rnd in range(args.rounds):
             for i, (situation, layout, p, _) in enumerate(keys[::2]):
@@ -156,17 +168,40 @@ def main() -> None:
             cluster.down(name)
         finally:
             shutil.rmtree(state, ignore_errors=True)
-    end_load = os.getloadavg()
+    data = {
+        "machine": start,
+        "load_at_end": os.getloadavg(),
+        "rounds": args.rounds,
+        "file_bytes": size,
+        "stripe_bytes": args.stripe_mib * 2**20,
+        "free_slots": SITUATIONS,
+        "read_s": results,
+        "local_fraction": local,
+        "plans": {
+            k: {kk: v[kk] for kk in ("hosts", "local_fraction", "notes")} | {"ranks": v["ranks"]}
+            for k, v in plans.items()
+        },
+    }
+    report(data, args.stripe_mib)
+
+
+def report(data: dict, stripe_mib: int) -> None:
+    """Tables, summary and picture from the measurements (also: --report-only)."""
+    results, local, plans = data["read_s"], data["local_fraction"], data["plans"]
     rows, summary = [], {}
     for situation in SITUATIONS:
-        for layout in volumes:
-            gains = []
+        for layout in ("distribute", "stripe"):
+            gains, same = [], []
             for p in PROCS:
                 k = f"{situation}/{layout}/{p}/"
                 da = statistics.median(results[k + "data-aware"])
                 mm = statistics.median(results[k + "matchmaking"])
                 gain = 100 * (mm - da) / mm
-                gains.append(gain)
+                identical = (
+                    plans[k + "data-aware"].get("ranks") == plans[k + "matchmaking"].get("ranks")
+                    and plans[k + "data-aware"].get("ranks") is not None
+                )
+                (same if identical else gains).append(round(gain, 1))
                 rows.append(
                     [
                         situation,
@@ -174,7 +209,7 @@ def main() -> None:
                         p,
                         round(da, 3),
                         round(mm, 3),
-                        round(gain, 1),
+                        f"{gain:.1f}" + (" (same plan: noise)" if identical else ""),
                         f"{local[k + 'data-aware']:.0%}",
                         f"{local[k + 'matchmaking']:.0%}",
                         _hosts(plans[k + "data-aware"]["hosts"]),
@@ -182,41 +217,29 @@ def main() -> None:
                     ]
                 )
             summary[f"{situation}/{layout}"] = {
-                "mean_improvement_pct": round(statistics.mean(gains), 1),
-                "improvement_pct": [round(g, 1) for g in gains],
+                "mean_improvement_pct": round(statistics.mean(gains), 1) if gains else None,
+                "improvement_pct": gains,
+                "same_plan_pct": same,
                 "seed_pct": SEED[layout],
             }
-    write_json(
-        "ior_placement",
-        {
-            "machine": start,
-            "load_at_end": end_load,
-            "rounds": args.rounds,
-            "file_bytes": size,
-            "stripe_bytes": args.stripe_mib * 2**20,
-            "free_slots": SITUATIONS,
-            "read_s": results,
-            "local_fraction": local,
-            "plans": {
-                k: {kk: v[kk] for kk in ("hosts", "local_fraction", "notes")}
-                for k, v in plans.items()
-            },
-            "summary": summary,
-        },
-    )
+    data["summary"] = summary
+    write_json("ior_placement", data)
     means = "; ".join(
         f"{k} {v['mean_improvement_pct']}% (seed {v['seed_pct']}%)" for k, v in summary.items()
     )
+    size = data["file_bytes"]
     notes = [
-        f"Machine: {start}; load at the end {end_load[0]:.1f}.",
+        f"Machine: {data['machine']}; load at the end {data['load_at_end'][0]:.1f}.",
         f"3 hosts, 1gbit links; free slots even: 6/6/6, uneven: h0 4, h1 6, h2 5; file "
         f"{size // 2**20} MiB of random bytes; distribute: whole on h0; stripe: 9 stripes of "
-        f"{args.stripe_mib} MiB, stripe k on h(k mod 3); IOR segmented read, -t 1m, page cache "
-        f"dropped before each read; medians of {args.rounds} interleaved rounds; every byte "
+        f"{stripe_mib} MiB, stripe k on h(k mod 3); IOR segmented read, -t 1m, page cache "
+        f"dropped before each read; medians of {data['rounds']} interleaved rounds; every byte "
         "checked against the volume's CRC-32s. Improvement = (T_MM - T_DA) / T_MM.",
-        f"Mean improvement over P = 3, 6, 9: {means}.",
+        f"Mean improvement over the P where the plans differ: {means}. Where both policies "
+        "make the same plan the two runs are the same experiment and their difference is the "
+        "noise of this shared machine.",
         "Command: `python benchmarks/ior_placement.py "
-        f"--rounds {args.rounds} --stripe-mib {args.stripe_mib}`",
+        f"--rounds {data['rounds']} --stripe-mib {stripe_mib}`",
     ]
     header = [
         "free slots",
@@ -237,17 +260,41 @@ def main() -> None:
         rows,
         notes,
     )
-    _plot(results, summary)
+    _plot(results, summary, plans)
     print("\n".join(notes))
     for r in rows:
         print(" | ".join(str(x) for x in r))
+
+
+def _fill_ranks(data: dict) -> None:
+    """Each plan's rank -> host, recomputed with the same pure functions `place` uses."""
+    from cloudhpc.placement.algorithms import SlotHost
+    from cloudhpc.placement.for_volume import plan
+
+    hosts = [f"chpc-x-h{i}" for i in range(3)]
+    size, stripe = data["file_bytes"], data["stripe_bytes"]
+    for key, p in data["plans"].items():
+        if "ranks" in p:
+            continue
+        situation, layout, nprocs, policy = key.split("/")
+        if layout == "distribute":
+            chunks = [[0, size, hosts[0]]]
+        else:
+            chunks = [[o, stripe, hosts[(o // stripe) % 3]] for o in range(0, size, stripe)]
+        manifest = {"name": "v", "cluster": "x", "layout": layout, "hosts": []}
+        free = [SlotHost(h, data["free_slots"][situation][str(i)]) for i, h in enumerate(hosts)]
+        got = plan(
+            manifest, {"name": "f", "size": size, "chunks": chunks}, free, int(nprocs), policy
+        )
+        assert got["local_fraction"] == p["local_fraction"], key
+        p["ranks"] = [r["host"].replace("chpc-x-", "") for r in got["ranks"]]
 
 
 def _hosts(counts: dict) -> str:
     return " ".join(f"h{h.rsplit('-h', 1)[1]}:{n}" for h, n in counts.items())
 
 
-def _plot(results: dict, summary: dict) -> None:
+def _plot(results: dict, summary: dict, plans: dict) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -265,6 +312,11 @@ def _plot(results: dict, summary: dict) -> None:
                 ]
                 algo = f" (Algorithm {col + 1})" if policy == "data-aware" else " (baseline)"
                 ax.bar(x + (i - 0.5) * 0.38, med, 0.38, label=policy + algo)
+            for j, p in enumerate(PROCS):
+                k = f"{situation}/{layout}/{p}/"
+                if plans[k + "data-aware"]["ranks"] == plans[k + "matchmaking"]["ranks"]:
+                    top = max(statistics.median(results[k + pol]) for pol in POLICIES)
+                    ax.annotate("same plan", (x[j], top), ha="center", va="bottom", fontsize=8)
             ax.set_xticks(x, [f"P = {p}" for p in PROCS])
             ax.set_ylabel("IOR read time (s)")
             s = summary[f"{situation}/{layout}"]

@@ -46,6 +46,12 @@ HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 K, D, ITERATIONS, WORKERS, SEED = 16, 2, 20, 2, 1
 RTOL = 1e-9
+SHORT = {
+    "spmd": "cloudhpc\nspmd",
+    "mapreduce": "cloudhpc\nmapreduce",
+    "bare": "hand-written\nmpi4py + numba",
+    "spark": "PySpark\nMLlib",
+}
 NAMES = {
     "spmd": "cloudhpc run kmeans --model spmd",
     "mapreduce": "cloudhpc run kmeans --model mapreduce",
@@ -115,24 +121,24 @@ def plot(summary: dict, png: Path, title: str) -> None:
     names = list(summary)
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
     walls = [summary[n]["wall_s"] for n in names]
-    bars = left.bar([NAMES[n].replace(" ", "\n", 2) for n in names], walls, color="tab:blue")
+    bars = left.bar([SHORT[n] for n in names], walls, color="tab:blue")
     left.bar_label(bars, fmt="%.2f s", fontsize=8)
     left.set_yscale("log")
     left.set_ylabel("end-to-end wall time (s, log)")
     left.set_title("what the user waits for (median)")
-    left.tick_params(axis="x", labelsize=7)
+    left.tick_params(axis="x", labelsize=8)
     timed = [n for n in names if summary[n].get("total_s") is not None]
     totals = [summary[n]["total_s"] for n in timed]
     jit = [summary[n].get("jit_s") or 0.0 for n in timed]
     rest = [t - j for t, j in zip(totals, jit, strict=True)]
-    labels = [NAMES[n].replace(" ", "\n", 2) for n in timed]
+    labels = [SHORT[n] for n in timed]
     right.bar(labels, rest, color="tab:green", label="reading rows + iterations")
     right.bar(labels, jit, bottom=rest, color="tab:orange", label="loading kernels (jit)")
     for i, t in enumerate(totals):
         right.text(i, t, f"{t:.3f} s", ha="center", va="bottom", fontsize=8)
     right.set_ylabel("timed region (s)")
     right.set_title("record total vs the bare program's (median)")
-    right.tick_params(axis="x", labelsize=7)
+    right.tick_params(axis="x", labelsize=8)
     right.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()

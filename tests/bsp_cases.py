@@ -45,8 +45,16 @@ def run_all(engine) -> dict:
     s, d, ww = src[lo:hi], dst[lo:hi], w[lo:hi]
     out = {"size": engine.size}
 
-    def dense(program, name, directed=True, **kw):
-        part = build_graph(engine, s, d, n_vertices=V, edge_values={"w": ww}, directed=directed)
+    def dense(program, name, directed=True, partitioner="hash", **kw):
+        part = build_graph(
+            engine,
+            s,
+            d,
+            n_vertices=V,
+            edge_values={"w": ww},
+            directed=directed,
+            partitioner=partitioner,
+        )
         res = run_bsp(engine, part, program, **kw)
         vals = gather_values(engine, part, name)
         return res, (None if vals is None else vals.tolist())
@@ -54,6 +62,7 @@ def run_all(engine) -> dict:
     res, out["pagerank"] = dense(PageRank(V, 15), "rank")
     out["pagerank_rows"] = [(r["active"], r["messages"]) for r in res.rows]
     res, out["components"] = dense(MinLabel(), "label", directed=False)
+    res, out["components_modulo"] = dense(MinLabel(), "label", directed=False, partitioner="modulo")
     out["components_steps"] = res.supersteps
     for label, cls in (
         ("sssp", ShortestPaths),

@@ -59,7 +59,8 @@ class MinLabel(VertexProgram):
             got = step.inbox.dense(np.inf)[:, 0]
             changed = step.active & (got < label)
             label[changed] = got[changed]
-        step.send_along_edges(label, changed)
+        if changed.any():  # some ranks send, others not: sending is not collective
+            step.send_along_edges(label, changed)
         step.vote_to_halt()
 
 
@@ -145,7 +146,7 @@ class Phases(VertexProgram):
 
     def master(self, m):
         m.globals.setdefault("history", []).append(
-            [m.superstep, m.phase, m.aggregated["count"], m.aggregated["low"], m.active]
+            [m.superstep, m.phase, m.aggregated["count"], m.aggregated["low"], m.active, m.messages]
         )
         if m.phase == 0:
             m.phase = 1

@@ -5,11 +5,17 @@ gives one line and no record."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from helpers import assert_one_line_error, run_cli, run_json
+
+from cloudhpc.apps.graphs.inputs import read_text
+from cloudhpc.apps.registry import load_app
+from cloudhpc.errors import CloudhpcError
 
 # ids 0..11 with a self-loop (3), a duplicate edge (1-2 twice), two components and, with
 # --vertices 15, isolated vertices 12..14
@@ -100,35 +106,59 @@ def test_generated_graphs_verify(app, kind, launch):
         ("0 1\n1 2 3 4\n", ["g.txt line 2", "malformed edge"]),
         ("0 1\nx y\n", ["g.txt line 2", "malformed"]),
         ("# c\n0 1\n2 -3\n", ["g.txt line 3", "vertex id -3", "out of range"]),
-        ("0 1.5\n", ["line 1", "vertex id 1.5"]),
+        ("src dst\n\n0 1.5\n", ["line 3", "vertex id 1.5"]),
+        ("0 1 nan\n", ["line 1", "weight nan"]),
     ],
 )
-def test_bad_edge_lines(tmp_path, content, needles):
+def test_bad_edge_lines_are_named(tmp_path, content, needles):
     path = tmp_path / "g.txt"
     path.write_text(content)
+    with pytest.raises(CloudhpcError) as err:
+        read_text(str(path))
+    for n in needles:
+        assert n in str(err.value)
+
+
+def test_bad_edge_line_through_the_cli(tmp_path):
+    path = tmp_path / "g.txt"
+    path.write_text("0 1\n1 2 3 4\n")
     r = run_cli("run", "components", "--edges", str(path), "--results", str(tmp_path / "res"),
                 *_launch(1, "serial"))  # fmt: skip
-    assert_one_line_error(r, *needles)
+    assert_one_line_error(r, "g.txt line 2", "malformed edge")
     assert not list((tmp_path / "res").glob("**/*.json"))  # no record
+
+
+def test_bad_options_fail_validate(tmp_path):
+    bad_npy = tmp_path / "w.npy"
+    np.save(bad_npy, np.zeros((3, 4)))
+    cases = [
+        ("pagerank", {"edges": str(tmp_path / "g.xls")}, "g.xls"),
+        ("pagerank", {"generate": "rmat"}, "--generate needs --vertices"),
+        ("pagerank", {"edges": str(bad_npy)}, "shape 3x4"),
+        ("pagerank", {"generate": "er", "vertices": 9, "damping": 1.5}, "--damping"),
+        ("sssp", {"generate": "er", "vertices": 9, "source": 9}, "source vertex 9"),
+        ("components", {"generate": "er", "vertices": 9, "out": "x.txt"}, ".npy or .parquet"),
+    ]
+    (tmp_path / "g.xls").write_text("0 1\n")
+    for app, params, needle in cases:
+        with pytest.raises(CloudhpcError, match=re.escape(needle)):
+            load_app(app).validate(params, 1)
 
 
 def test_bad_graph_inputs(tmp_path):
     g = _text(tmp_path / "g.csv", sep=",")
+    neg = tmp_path / "neg.tsv"
+    neg.write_text("0 1 2\n1 2 -1\n")
     res = str(tmp_path / "res")
     cases = [
         (["sssp", "--edges", g, "--source", "40"], ["source vertex 40", "not in the graph"]),
         (["components", "--edges", g, "--vertices", "5"], ["vertex id 11 out of range"]),
-        (["pagerank", "--edges", g, "--engine", "ray"], ["runs on --engine mpi or serial"]),
-        (["pagerank", "--edges", str(tmp_path / "g.xls")], ["g.xls"]),
-        (["pagerank", "--generate", "rmat"], ["--generate needs --vertices"]),
+        (["sssp", "--edges", str(neg)], ["negative edge weight -1"]),
     ]
-    bad_npy = tmp_path / "w.npy"
-    np.save(bad_npy, np.zeros((3, 4)))
-    cases.append((["pagerank", "--edges", str(bad_npy)], ["shape 3x4", "E x 2"]))
-    neg = tmp_path / "neg.tsv"
-    neg.write_text("0 1 2\n1 2 -1\n")
-    cases.append((["sssp", "--edges", str(neg)], ["negative edge weight -1"]))
     for args, needles in cases:
-        launch = [] if "--engine" in args else _launch(1, "serial")
-        assert_one_line_error(run_cli("run", *args, "--results", res, *launch), *needles)
-    assert not list((tmp_path / "res").glob("**/*.json"))  # no record
+        assert_one_line_error(
+            run_cli("run", *args, "--results", res, *_launch(1, "serial")), *needles
+        )
+    r = run_cli("run", "pagerank", "--edges", g, "--engine", "ray", "--results", res)
+    assert_one_line_error(r, "runs on --engine mpi or serial")
+    assert not list((tmp_path / "res").glob("**/*.json"))

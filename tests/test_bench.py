@@ -59,8 +59,6 @@ def _p2p(kind, results):
 def test_point_to_point(kind, results, copy_bound):
     rows = _p2p(kind, results)
     assert all(r["t_usec"] > 0 for r in rows)
-    # a megabyte takes longer than an empty message
-    assert rows[-1]["t_usec"] > rows[0]["t_usec"]
     assert rows[0]["mbytes_per_sec"] == 0
     for r in rows[1:]:
         assert r["mbytes_per_sec"] > 0

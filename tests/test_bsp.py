@@ -71,6 +71,7 @@ def check_results(out):
     smallest = {c: min(np.flatnonzero(comp == c)) for c in set(comp)}
     assert out["components"] == [float(smallest[c]) for c in comp]
     assert out["components"][35:] == [35.0, 36.0, 37.0, 38.0, 39.0]  # isolated vertices
+    assert out["components_modulo"] == out["components"]
 
     wmin = np.full((V, V), np.inf)
     np.minimum.at(wmin, (src, dst), w)
@@ -85,9 +86,9 @@ def check_results(out):
     assert out["phases"] == np.bincount(dst, minlength=V).tolist()  # messages per vertex
     with_in = int(np.count_nonzero(np.bincount(dst, minlength=V)))
     assert out["phases_history"] == [
-        [0, 0, 40.0, 0.0, 0],
-        [1, 1, 40.0, 0.0, with_in],
-        [2, 1, float(with_in), float(min(dst)), 0],
+        [0, 0, 40.0, 0.0, 0, 0],
+        [1, 1, 40.0, 0.0, 0, len(src)],
+        [2, 1, float(with_in), float(min(dst)), 0, 0],
     ]
     assert out["phases_halted_by"] == "master"
 

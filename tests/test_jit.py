@@ -11,7 +11,7 @@ import textwrap
 
 from helpers import run_json
 
-KERNELS = '''
+KERNELS = """
 import numpy as np
 from numba import prange
 
@@ -29,9 +29,9 @@ def total(x):
 @kernel
 def fill(out, value):
     out[:] = np.full(len(out), value)
-'''
+"""
 
-SCRIPT = '''
+SCRIPT = """
 import json, sys
 import numpy as np
 import numba
@@ -39,11 +39,12 @@ sys.path.insert(0, sys.argv[1])
 import kern
 from cloudhpc.jit import load
 
-loaded = load(kern.total, kern.fill, len)  # len: not a numba kernel, skipped
+loaded = load(kern, kern.fill, len)  # the module's kernels; fill again and len are skipped
 out = np.zeros(4)
 kern.fill(out, 2.5)
 result = {
     "loaded": loaded,
+    "again": load(kern),  # read once per process
     "total": kern.total(np.arange(10.0)),
     "out": out.tolist(),
     "misses": sum(len(d.stats.cache_misses) for d in (kern.total, kern.fill)),
@@ -52,7 +53,7 @@ result = {
     "fresh": numba.njit(lambda n: np.zeros(n).sum() + n)(3),  # a new compile still works
 }
 print(json.dumps(result))
-'''
+"""
 
 
 def _run(tmp_path, threads: int) -> dict:
@@ -75,6 +76,7 @@ def test_kernels_load_from_cache_serial_and_parallel(tmp_path):
     assert cold["loaded"] == 0 and cold["misses"] == 2
     warm = _run(tmp_path, 1)
     assert warm["loaded"] == 2 and warm["misses"] == 0  # both came from load(), none compiled
+    assert warm["again"] == 0
     for r in (cold, warm):
         assert r["total"] == 45.0 and r["out"] == [2.5] * 4 and r["fresh"] == 3.0
         assert r["qualname"] == "total" and not r["parallel"]

@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +21,7 @@ from test_cluster import _ours, needs_root
 
 from cloudhpc import cluster
 from cloudhpc.bench.ior_params import validate
-from cloudhpc.cluster import volumes
+from cloudhpc.cluster import remote, volumes
 from cloudhpc.errors import CloudhpcError
 from cloudhpc.placement import SlotHost, data_aware_stripe, matchmaking
 
@@ -33,18 +37,23 @@ def test_sizes_names_and_layouts():
             volumes.parse_bytes(bad, "--stripe-size")
     with pytest.raises(CloudhpcError, match="volume name"):
         volumes.check_volume_name("../x")
-    hosts = cluster.plan("v", 3).hosts
+    hosts = ["h0", "h1", "h2"]
     chunks = volumes._chunks("stripe", 250, hosts, 100, 0)
-    assert [(o, n, h[-2:]) for o, n, h in chunks] == [
-        (0, 100, "h0"),
-        (100, 100, "h1"),
-        (200, 50, "h2"),
-    ]
+    assert chunks == [(0, 100, "h0"), (100, 100, "h1"), (200, 50, "h2")]
     # GlusterFS's DHT: the 32-bit hash space cut in equal ranges, one per host, same every time
-    homes = {volumes._home(f"f{i}", 1, hosts, "hash", {}) for i in range(30)}
-    assert homes == {0, 1, 2} and volumes._home("f1", 1, hosts, "hash", {}) == volumes._home(
-        "f1", 1, hosts, "hash", {}
+    homes = {volumes._home(f"f{i}", 3, "hash", None) for i in range(30)}
+    assert homes == {0, 1, 2}
+    assert volumes._home("f1", 3, "hash", None) == volumes._home("f1", 3, "hash", None)
+    # by free space: each file where most space is left after the files before it
+    entries = volumes._entries(
+        [("a", "/a", 50), ("b", "/b", 40), ("c", "/c", 10)],
+        "distribute",
+        hosts,
+        None,
+        "space",
+        [100, 120, 80],
     )
+    assert [e["chunks"][0][2] for e in entries] == ["h1", "h0", "h2"]
 
 
 def test_ior_parameters(tmp_path):
@@ -338,3 +347,134 @@ def test_a_failed_create_leaves_no_half_volume(three, data):
         assert not volumes.host_root(h).exists()  # no copies, and no idle service left
     assert not _dataserve_pids(c)
     assert subprocess.run(["pgrep", "-f", f"dataserve serve {c.hosts[0].scratch}"]).returncode
+
+
+@needs_root
+def test_sigterm_during_create_leaves_nothing(three, tmp_path):
+    """A real SIGTERM to `cloudhpc volume create` half-way: exit 143, no copy, no manifest."""
+    c = three
+    big = tmp_path / "big.dat"
+    with open(big, "wb") as fh:
+        fh.truncate(1 << 30)  # 1 GiB (sparse): long enough to be stopped while copying
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "cloudhpc",
+            "volume",
+            "create",
+            "vt",
+            "--hosts",
+            c.hosts_file,
+            "--layout",
+            "stripe",
+            "--stripe-size",
+            "1m",
+            str(big),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while not list(volumes.host_root(c.hosts[2]).glob(".vt.partial-*/big.dat")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "interrupted (SIGTERM)" in err and "Traceback" not in err
+    assert not volumes.manifest_path(c, "vt").exists()
+    for h in c.hosts:
+        assert not volumes.host_root(h).exists()
+
+
+def test_volume_on_real_machines_over_ssh(tmp_path, results, data):
+    """A hosts file of real machines: parts sent over ssh (here a stand-in that runs the command
+    on this machine, host localhost), the data service started over ssh, ranks started by Hydra
+    read their host's part locally; rm stops the service."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "ssh").write_text(
+        "#!/bin/sh\n# ssh's stand-in: options dropped, the command run here\n"
+        'while [ $# -gt 0 ]; do case "$1" in -o) shift 2;; -*) shift;; *) break;; esac; done\n'
+        'shift\nexec sh -c "$*"\n'
+    )
+    (fake / "ssh").chmod(0o755)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    rdir = tmp_path / "remote"
+    env = {
+        "PATH": f"{fake}:{os.environ['PATH']}",
+        "CLOUDHPC_VOLUMES": str(tmp_path / "vols"),
+        "CLOUDHPC_DATA_PORT": str(port),
+    }
+    machines = tmp_path / "machines"
+    machines.write_text("localhost:2 rack=r1\n")
+    try:
+        m = run_json(
+            "volume",
+            "create",
+            "rv",
+            "--hosts",
+            str(machines),
+            "--layout",
+            "stripe",
+            "--stripe-size",
+            "64k",
+            "--remote-dir",
+            str(rdir),
+            str(data),
+            env=env,
+        )
+        assert m["cluster"] is None and m["port"] == port and m["hosts"][0]["rack"] == "r1"
+        assert (rdir / "rv" / "in.dat").read_bytes() == data.read_bytes()
+        plan = tmp_path / "plan"
+        da = run_json(
+            "place",
+            "--volume",
+            "rv",
+            "-n",
+            "2",
+            "--policy",
+            "data-aware",
+            "--hosts",
+            str(machines),
+            "--out",
+            str(plan),
+            env=env,
+        )
+        assert plan.read_text().splitlines()[-1] == "localhost:2" and da["local_fraction"] == 1
+        rec = run_json(
+            "bench",
+            "ior",
+            "--volume",
+            "rv",
+            "--placement",
+            str(plan),
+            "-t",
+            "64k",
+            "--results",
+            str(results),
+            env=env,
+        )
+        assert rec["verified"] is True and rec["launcher"] == "hosts"
+        assert rec["metrics"]["local_fraction"] == 1.0
+        assert rec["metrics"]["checked_bytes"] == data.stat().st_size
+        assert run_cli("volume", "rm", "rv", env=env).returncode == 0
+        assert not (rdir / "rv").exists() and not list((tmp_path / "vols").iterdir())
+        deadline = time.monotonic() + 10
+        while remote_probe(port) == "ok":
+            assert time.monotonic() < deadline, "the data service was not stopped"
+            time.sleep(0.1)
+    finally:  # the service this test started, by its PID, whatever happened
+        try:
+            pid = json.loads((rdir / ".dataserve.json").read_text())["pid"]
+            os.kill(pid, signal.SIGKILL)
+        except (OSError, ValueError, KeyError):
+            pass
+
+
+def remote_probe(port: int) -> str:
+    return remote.probe([{"name": "l", "address": "127.0.0.1"}], port)["l"]

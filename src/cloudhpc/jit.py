@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import types
 from collections.abc import Callable
 from typing import Any
@@ -79,22 +80,47 @@ def _renamed(f: Callable, qualname: str) -> Callable:
 
 def load(*kernels: Any) -> int:
     """Install every specialization numba's cache holds for `kernels` (numba dispatchers, e.g.
-    made by `kernel`); returns how many were loaded. Call the kernels on tiny inputs afterwards
-    (an app's warm_up): a type the cache did not hold then compiles (and is cached for next time).
-    Anything that is not a caching numba dispatcher is skipped."""
+    made by `kernel`, or modules: every numba dispatcher in the module); returns how many were
+    loaded. Call the kernels on tiny inputs afterwards (an app's warm_up): a type the cache did
+    not hold then compiles (and is cached for next time). Anything else is skipped, and a
+    dispatcher is read once per process (calling load again is cheap)."""
     try:
         from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.dispatcher import Dispatcher
         from numba.core.runtime import rtsys
     except ImportError:
         return 0
+    dispatchers = []
+    for k in kernels:
+        if isinstance(k, types.ModuleType):
+            dispatchers += [v for v in vars(k).values() if isinstance(v, Dispatcher)]
+        elif isinstance(k, Dispatcher):
+            dispatchers.append(k)
     loaded = 0
     with global_compiler_lock:
-        for dispatcher in kernels:
+        for dispatcher in dispatchers:
+            if id(dispatcher) in _READ:
+                continue
+            _READ.add(id(dispatcher))  # dispatchers live as long as their module
             try:
                 loaded += _load_cached(dispatcher, rtsys)
             except Exception:  # numba internals changed, or a damaged cache: numba's own way
                 continue
     return loaded
+
+
+_READ: set[int] = set()
+
+
+def load_packages(*packages: str) -> int:
+    """`load` every numba dispatcher of the imported modules of `packages` (dotted names, e.g.
+    "cloudhpc.models.bsp"): for apps whose kernels are spread over many modules."""
+    modules = [
+        module
+        for name, module in list(sys.modules.items())
+        if module is not None and any(name == p or name.startswith(p + ".") for p in packages)
+    ]
+    return load(*modules)
 
 
 def _load_cached(dispatcher: Any, rtsys: Any) -> int:

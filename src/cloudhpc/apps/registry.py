@@ -31,6 +31,7 @@ ENTRY_POINT_GROUP = "cloudhpc.apps"
 
 # `cloudhpc run NAME` -> the app's CLI module (which names its job in MAIN)
 BUILTIN: dict[str, str] = {
+    "assemble": "cloudhpc.apps.assemble.cli",
     "files": "cloudhpc.apps.files.cli",
     "hep": "cloudhpc.apps.hep.cli",
     "kmeans": "cloudhpc.apps.kmeans.cli",

@@ -24,6 +24,7 @@ and through the network for remote chunks; O_DIRECT is not used and the machine'
 from __future__ import annotations
 
 import os
+import socket
 import time
 
 import numpy as np
@@ -108,7 +109,8 @@ def _volume_phase(ctx: RunContext, p: dict, manifest: dict, it: int) -> dict:
     check_s = 0.0
     comm.Barrier()
     t0 = MPI.Wtime()
-    reader = VolumeReader(manifest, p.get("file"), os.environ.get("CLOUDHPC_HOST"))
+    host = os.environ.get("CLOUDHPC_HOST") or socket.gethostname()
+    reader = VolumeReader(manifest, p.get("file"), host)
     t1 = MPI.Wtime()
     n = p["segments"] * (p["block"] // p["transfer"])
     for k, off in enumerate(_offsets(p, rank, size)):

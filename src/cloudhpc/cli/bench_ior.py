@@ -90,13 +90,18 @@ def handle(args: argparse.Namespace) -> int:
         from ..cluster import volumes
 
         cluster, manifest = volumes.find(args.volume)
-        params["manifest"] = str(volumes.manifest_path(cluster, args.volume))
+        if cluster is not None:
+            params["manifest"] = str(volumes.manifest_path(cluster, args.volume))
+        else:  # real machines: the ranks read the manifest by this path (a shared home)
+            from ..cluster.remote import volumes_root
+
+            params["manifest"] = str(volumes_root() / f"{args.volume}.json")
     elif args.file:
         raise CloudhpcError("--file names a volume's file; give --volume too")
     job = job_from_args(args, "bench.ior", params)
     resolved = validate(params, job.nprocs)
     if manifest is not None:
-        if not job.cluster or job.cluster["name"] != cluster.name:
+        if cluster is not None and (not job.cluster or job.cluster["name"] != cluster.name):
             raise CloudhpcError(
                 f"volume {args.volume} is on cluster {cluster.name}: run on its hosts "
                 f"(--placement PLAN or --hosts {cluster.hosts_file})"
@@ -108,6 +113,7 @@ def handle(args: argparse.Namespace) -> int:
                 cluster,
                 [h for h in manifest["hosts"] if h["name"] in holders],
                 f"{entry['name']} of volume {args.volume} cannot be read",
+                manifest["port"],
             )
     record = execute(
         job, args, title="bench ior", exit_code=lambda r: 1 if r.get("verified") is False else 0

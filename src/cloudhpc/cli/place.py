@@ -41,10 +41,15 @@ examples:
 
 def add_parser(subparsers) -> None:
     p = add_subparser(subparsers, "place", "place ranks next to a volume's data", DESCRIPTION)
-    p.add_argument("--volume", required=True, metavar="NAME")
+    p.add_argument("--volume", required=True, metavar="NAME", help="the volume the ranks read")
     p.add_argument("--file", metavar="NAME", help="the volume's file (default: its only one)")
     p.add_argument("-n", "--np", type=int, required=True, metavar="P", help="number of ranks")
-    p.add_argument("--policy", required=True, choices=("data-aware", "matchmaking"))
+    p.add_argument(
+        "--policy",
+        required=True,
+        choices=("data-aware", "matchmaking"),
+        help="data-aware: Algorithm 1 (distribute) or 2 (stripe); matchmaking: most free slots",
+    )
     p.add_argument("--hosts", metavar="FILE", help="hosts to use (default: the whole cluster)")
     p.add_argument("--slots", metavar="FILE", help="free slots per host now (host:free lines)")
     p.add_argument("--block", metavar="BYTES", help="IOR -b: each rank's block per segment")
@@ -97,7 +102,10 @@ def handle(args: argparse.Namespace) -> int:
     entry = volumes.file_entry(manifest, args.file)
     hosts = read_hosts_file(args.hosts) if args.hosts else None
     free = read_free_slots(args.slots) if args.slots else None
-    cluster_hosts = [Host(h.name, h.slots) for h in cluster.hosts]
+    if cluster is not None:
+        cluster_hosts = [Host(h.name, h.slots) for h in cluster.hosts]
+    else:  # real machines: the hosts file's, else the volume's hosts with one slot each
+        cluster_hosts = list(hosts or [Host(h["name"], 1, h["rack"]) for h in manifest["hosts"]])
     candidates = slot_hosts(cluster_hosts, manifest, hosts, free)
     result = plan(
         manifest,
@@ -109,12 +117,14 @@ def handle(args: argparse.Namespace) -> int:
         block=block,
         segments=args.segments,
     )
-    check_ready(cluster)
+    if cluster is not None:
+        check_ready(cluster)
     holders = list(dict.fromkeys(c[2] for c in entry["chunks"]))
     volumes.require_services(
         cluster,
         [h for h in manifest["hosts"] if h["name"] in holders],
         f"{entry['name']} of volume {manifest['name']} cannot be read",
+        manifest["port"],
     )
     ranks = [r["host"] for r in result["ranks"]]
     if args.out:

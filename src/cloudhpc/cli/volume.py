@@ -1,4 +1,4 @@
-"""`cloudhpc volume`: data volumes on the hosts of an emulated cluster (create, show, list, rm)."""
+"""`cloudhpc volume`: data volumes on a cluster's hosts or on real machines (create, show, rm)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,12 @@ Layouts (as GlusterFS's):
 A failed or interrupted `create` removes what it copied. `cluster down` removes the cluster's
 volumes with it.
 
+Real machines: a hosts file that is not a cluster's puts the volume on those machines over ssh
+(each host's part sent with tar through ssh into --remote-dir, its data service started there
+with this Python's path, as Hydra starts its proxies); the manifest stays on this machine
+($CLOUDHPC_VOLUMES, else beside the clusters' state) and must be readable by the ranks (a
+shared home directory).
+
 examples:
   H=$(cloudhpc cluster up demo --hosts 3 --slots 6 --link 1gbit)
   cloudhpc volume create data --hosts $H --layout stripe --stripe-size 64m big.dat
@@ -41,7 +47,10 @@ def add_parser(subparsers) -> None:
     c = add_subparser(sub, "create", "copy files onto the hosts and write the manifest")
     c.add_argument("name", metavar="NAME")
     c.add_argument(
-        "--hosts", required=True, metavar="FILE", help="a cluster's hosts file (host order)"
+        "--hosts",
+        required=True,
+        metavar="FILE",
+        help="a cluster's hosts file, or real machines' (host order)",
     )
     c.add_argument("--layout", required=True, choices=("distribute", "stripe"))
     c.add_argument(
@@ -52,6 +61,12 @@ def add_parser(subparsers) -> None:
         default="hash",
         choices=("hash", "space"),
         help="distribute: the host of a file by a hash of its name or by free space",
+    )
+    c.add_argument(
+        "--remote-dir",
+        metavar="DIR",
+        help="real machines (a hosts file that is not a cluster's): where each host keeps its "
+        "volumes, reached over ssh (default /var/tmp/cloudhpc-volumes)",
     )
     c.add_argument("files", nargs="+", metavar="FILE")
     c.add_argument("--json", action="store_true", help="print the manifest")
@@ -71,7 +86,7 @@ def _summary(m: dict) -> dict:
     held = bytes_on_hosts(m)
     return {
         "volume": m["name"],
-        "cluster": m["cluster"],
+        "cluster": m["cluster"] or "(real machines)",
         "layout": m["layout"] + (f" {m['stripe_size']} B" if m["stripe_size"] else ""),
         "files": len(m["files"]),
         "bytes": sum(held.values()),
@@ -88,7 +103,7 @@ def _show(m: dict) -> None:
         for h in m["hosts"]
     ]
     s = _summary(m)
-    out.print(table(f"volume {m['name']} on cluster {m['cluster']}: {s['layout']}", rows))
+    out.print(table(f"volume {m['name']} on {s['cluster']}: {s['layout']}", rows))
     files = []
     for f in m["files"]:
         hosts = dict.fromkeys(c[2] for c in f["chunks"])
@@ -125,6 +140,7 @@ def handle(args: argparse.Namespace) -> int:
                 args.files,
                 stripe_size=stripe,
                 distribute_by=args.by,
+                remote_dir=args.remote_dir,
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
             )
         if args.json:

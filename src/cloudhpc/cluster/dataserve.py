@@ -84,7 +84,7 @@ def serve(root: str, host: str, port: int = PORT) -> None:
     web.run_app(app, host="0.0.0.0", port=port, access_log=None, print=None)
 
 
-def probe(urls: list[str], timeout: float = 2.0) -> dict[str, str]:
+def probe(urls: list[str], timeout: float = 5.0) -> dict[str, str]:
     """Each service's /health: 'ok' or why not."""
     out = {}
     for url in urls:

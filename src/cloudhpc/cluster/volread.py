@@ -23,6 +23,21 @@ from ..errors import CloudhpcError
 from .volumes import crc_table, file_entry, service_url
 
 
+def _own_name(host: str | None, hosts: dict) -> str | None:
+    """This host as the manifest names it: CLOUDHPC_HOST on a cluster; on real machines the
+    host name, or its short form, or localhost for a volume on this machine."""
+    if host in hosts or host is None:
+        return host
+    short = host.split(".")[0]
+    for name in hosts:
+        if name.split(".")[0] == short:
+            return name
+    for name in ("localhost", "127.0.0.1"):
+        if name in hosts:
+            return name
+    return host
+
+
 class VolumeReader:
     def __init__(self, manifest: dict[str, Any], file: str | None, host: str | None) -> None:
         self.manifest = manifest
@@ -32,16 +47,17 @@ class VolumeReader:
         self.chunks = [tuple(c) for c in self.entry["chunks"]]
         self.starts = [c[0] for c in self.chunks]
         self.hosts = {h["name"]: h for h in manifest["hosts"]}
-        self.host = host
+        self.host = _own_name(host, self.hosts)
         self.block = int(manifest["check_block"])
         self.crcs = crc_table(self.entry)
         self.local_bytes = 0
         self.remote_bytes = 0
         self._fd: int | None = None
         self._conns: dict[str, http.client.HTTPConnection] = {}
-        if host in self.hosts and any(c[2] == host for c in self.chunks):
-            path = os.path.join(self.hosts[host]["scratch"], "volumes", manifest["name"], self.name)
-            self._fd = os.open(path, os.O_RDONLY)
+        if self.host in self.hosts and any(c[2] == self.host for c in self.chunks):
+            h = self.hosts[self.host]
+            root = h.get("root") or os.path.join(h["scratch"], "volumes")
+            self._fd = os.open(os.path.join(root, manifest["name"], self.name), os.O_RDONLY)
 
     def close(self) -> None:
         if self._fd is not None:

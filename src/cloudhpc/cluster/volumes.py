@@ -53,7 +53,7 @@ LAYOUTS = ("distribute", "stripe")
 DISTRIBUTE_BY = ("hash", "space")
 CHECK_BLOCK = 64 * 1024  # bytes per CRC-32 in the manifest; reads are checked block by block
 COPY_PIECE = 4 * 1024 * 1024  # a multiple of CHECK_BLOCK
-SERVICE_START_S = 20.0
+SERVICE_START_S = 60.0
 
 
 def parse_bytes(text: str | int, what: str) -> int:
@@ -96,9 +96,12 @@ def host_root(host: ClusterHost) -> Path:
 
 
 def all_volumes() -> list[dict[str, Any]]:
+    from .remote import volumes_root
+
     found = []
-    for c in state.all_clusters():
-        for p in sorted(volumes_dir(c).glob("*.json")):
+    dirs = [volumes_dir(c) for c in state.all_clusters()] + [volumes_root()]
+    for d in dirs:
+        for p in sorted(d.glob("*.json")):
             try:
                 found.append(json.loads(p.read_text()))
             except (OSError, ValueError):
@@ -106,8 +109,8 @@ def all_volumes() -> list[dict[str, Any]]:
     return found
 
 
-def find(name: str) -> tuple[Cluster, dict[str, Any]]:
-    """The cluster holding volume `name` and its manifest."""
+def find(name: str) -> tuple[Cluster | None, dict[str, Any]]:
+    """The cluster holding volume `name` (None: real machines) and its manifest."""
     check_volume_name(name)
     for c in state.all_clusters():
         p = manifest_path(c, name)
@@ -116,6 +119,14 @@ def find(name: str) -> tuple[Cluster, dict[str, Any]]:
                 return c, json.loads(p.read_text())
             except (OSError, ValueError) as e:
                 raise CloudhpcError(f"volume manifest {p} is damaged ({e})") from None
+    from .remote import volumes_root
+
+    p = volumes_root() / f"{name}.json"
+    if p.is_file():
+        try:
+            return None, json.loads(p.read_text())
+        except (OSError, ValueError) as e:
+            raise CloudhpcError(f"volume manifest {p} is damaged ({e})") from None
     raise CloudhpcError(f"no volume {name} (cloudhpc volume list shows them)")
 
 
@@ -140,13 +151,20 @@ def crc_table(entry: dict[str, Any]) -> np.ndarray:
 
 
 # ---- data services ---------------------------------------------------------------------------
-def service_url(host: ClusterHost | dict) -> str:
+def service_url(host: ClusterHost | dict, port: int = dataserve.PORT) -> str:
     address = host["address"] if isinstance(host, dict) else host.address
-    return f"http://{address}:{dataserve.PORT}"
+    return f"http://{address}:{port}"
 
 
-def probe(cluster: Cluster, hosts: Sequence[ClusterHost | dict]) -> dict[str, str]:
-    """Ask each host's data service for /health from the head node: {host name: 'ok' or why}."""
+def probe(
+    cluster: Cluster | None, hosts: Sequence[ClusterHost | dict], port: int = dataserve.PORT
+) -> dict[str, str]:
+    """Ask each host's data service for /health from the cluster's head node (real machines:
+    from here): {host name: 'ok' or why}."""
+    if cluster is None:
+        from . import remote
+
+        return remote.probe(hosts, port)
     urls = [service_url(h) for h in hosts]
     argv = cluster.in_head([sys.executable, "-I", "-S", dataserve.__file__, "probe", *urls])
     r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
@@ -160,13 +178,18 @@ def probe(cluster: Cluster, hosts: Sequence[ClusterHost | dict]) -> dict[str, st
     return {n: answers[u] for n, u in zip(names, urls, strict=True)}
 
 
-def require_services(cluster: Cluster, hosts: Sequence[ClusterHost | dict], why: str) -> None:
+def require_services(
+    cluster: Cluster | None,
+    hosts: Sequence[ClusterHost | dict],
+    why: str,
+    port: int = dataserve.PORT,
+) -> None:
     """One line naming the first host whose data service does not answer."""
-    for name, answer in probe(cluster, hosts).items():
+    for name, answer in probe(cluster, hosts, port).items():
         if answer != "ok":
             h = next(h for h in hosts if (h["name"] if isinstance(h, dict) else h.name) == name)
             raise CloudhpcError(
-                f"host {name} is down: its data service at {service_url(h)} does not answer "
+                f"host {name} is down: its data service at {service_url(h, port)} does not answer "
                 f"({answer}); {why}"
             )
 
@@ -252,18 +275,48 @@ def stop_idle_services(hosts: Sequence[ClusterHost]) -> None:
 
 
 # ---- create and remove -----------------------------------------------------------------------
-def _chunks(layout: str, size: int, hosts: Sequence[ClusterHost], stripe: int, home: int):
+def _chunks(layout: str, size: int, hosts: Sequence[str], stripe: int, home: int):
+    """(offset, length, host) of a file: whole on hosts[home], or stripes round-robin."""
     if layout == "distribute":
-        return [(0, size, hosts[home].name)]
-    return [(o, min(stripe, size - o), hosts[(o // stripe) % len(hosts)].name)
+        return [(0, size, hosts[home])]
+    return [(o, min(stripe, size - o), hosts[(o // stripe) % len(hosts)])
             for o in range(0, size, stripe)]  # fmt: skip
 
 
-def _home(name: str, size: int, hosts: Sequence[ClusterHost], by: str, taken: dict) -> int:
+def _home(name: str, nhosts: int, by: str, free: Sequence[int] | None) -> int:
     if by == "hash":  # GlusterFS DHT: equal ranges of the 32-bit hash space, one per host
-        return (zlib.crc32(name.encode()) * len(hosts)) >> 32
-    free = [shutil.disk_usage(h.scratch).free - taken.get(h.name, 0) for h in hosts]
-    return max(range(len(hosts)), key=lambda i: free[i])  # first on ties
+        return (zlib.crc32(name.encode()) * nhosts) >> 32
+    return max(range(nhosts), key=lambda i: free[i])  # most free space, first on ties
+
+
+def _entries(sources, layout: str, hosts: Sequence[str], stripe: int | None, by: str, free):
+    """Each file's chunks; by space, each file goes where most space is left after the
+    files placed before it."""
+    free = list(free) if free is not None else None
+    entries = []
+    for base, path, size in sources:
+        home = _home(base, len(hosts), by, free)
+        chunks = _chunks(layout, size, hosts, stripe or size, home)
+        if free is not None:
+            for _, length, h in chunks:
+                free[hosts.index(h)] -= length
+        entries.append({"name": base, "source": path, "size": size, "chunks": chunks})
+    return entries
+
+
+def _manifest(name, cluster, layout, stripe_size, by, hosts, entries) -> dict[str, Any]:
+    return {
+        "name": name,
+        "cluster": cluster,  # None: real machines (remote.py)
+        "layout": layout,
+        "stripe_size": stripe_size if layout == "stripe" else None,
+        "distribute_by": by if layout == "distribute" else None,
+        "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "port": dataserve.PORT,
+        "check_block": CHECK_BLOCK,
+        "hosts": list(hosts),
+        "files": entries,
+    }
 
 
 def create(
@@ -275,8 +328,10 @@ def create(
     stripe_size: int | None = None,
     distribute_by: str = "hash",
     progress: Callable[[int, int], None] | None = None,
+    remote_dir: str | None = None,
 ) -> dict[str, Any]:
-    """Copy `files` onto the hosts of `hosts_file` (a cluster's) and write the manifest."""
+    """Copy `files` onto the hosts of `hosts_file` and write the manifest: a cluster's hosts
+    (their scratch directories), or real machines over ssh (remote.py, into `remote_dir`)."""
     from ..launch.hostfile import read_hosts_file
 
     check_volume_name(name)
@@ -301,22 +356,19 @@ def create(
         if size == 0:
             raise CloudhpcError(f"file {f} is empty")
         sources.append((base, os.path.abspath(f), size))
-    hosts = _volume_hosts(hosts_file, read_hosts_file(hosts_file))
-    cluster = hosts[0][0]
-    for c in state.all_clusters():
-        if manifest_path(c, name).exists():
-            raise CloudhpcError(f"volume {name} exists on cluster {c.name} (volume rm {name})")
+    listed = read_hosts_file(hosts_file)
+    cluster = cluster_of_hosts(listed, Path(hosts_file).read_text(), source=hosts_file)
+    if cluster is None:
+        return _create_remote(name, listed, layout, sources, stripe_size, distribute_by,
+                              progress, remote_dir)  # fmt: skip
+    hosts = _volume_hosts(cluster, listed)
+    _check_new(name)
     check_ready(cluster)
-    chosen = [h for _, h, _ in hosts]
-    racks = {h.name: rack for _, h, rack in hosts}
-    taken: dict[str, int] = {}
-    entries = []
-    for base, path, size in sources:
-        home = _home(base, size, chosen, distribute_by, taken)
-        chunks = _chunks(layout, size, chosen, stripe_size or size, home)
-        for _, length, h in chunks:
-            taken[h] = taken.get(h, 0) + length
-        entries.append({"name": base, "source": path, "size": size, "chunks": chunks})
+    chosen = [h for h, _ in hosts]
+    racks = {h.name: rack for h, rack in hosts}
+    names = [h.name for h in chosen]
+    free = [shutil.disk_usage(h.scratch).free for h in chosen] if distribute_by == "space" else None
+    entries = _entries(sources, layout, names, stripe_size, distribute_by, free)
     total = sum(e["size"] for e in entries)
     partial = {h.name: host_root(h) / f".{name}.partial-{os.getpid()}" for h in chosen}
     final = {h.name: host_root(h) / name for h in chosen}
@@ -335,26 +387,16 @@ def create(
             for h in chosen:
                 os.rename(partial[h.name], final[h.name])
                 placed.append(final[h.name])
-            manifest = {
-                "name": name,
-                "cluster": cluster.name,
-                "layout": layout,
-                "stripe_size": stripe_size if layout == "stripe" else None,
-                "distribute_by": distribute_by if layout == "distribute" else None,
-                "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-                "port": dataserve.PORT,
-                "check_block": CHECK_BLOCK,
-                "hosts": [
-                    {
-                        "name": h.name,
-                        "address": h.address,
-                        "rack": racks[h.name],
-                        "scratch": h.scratch,
-                    }  # fmt: skip
-                    for h in chosen
-                ],
-                "files": entries,
-            }
+            manifest = _manifest(
+                name,
+                cluster.name,
+                layout,
+                stripe_size,
+                distribute_by,
+                [{"name": h.name, "address": h.address, "rack": racks[h.name],
+                  "scratch": h.scratch, "root": str(host_root(h))} for h in chosen],
+                entries,
+            )  # fmt: skip
             volumes_dir(cluster).mkdir(parents=True, exist_ok=True)
             write_json(manifest_path(cluster, name), manifest, fsync=True, replace=False)
         return manifest
@@ -366,18 +408,48 @@ def create(
         raise
 
 
-def _volume_hosts(path: str, hosts: Sequence[Host]):
-    """(cluster, host, rack) for each distinct host of the hosts file, in its order."""
-    cluster = cluster_of_hosts(hosts, Path(path).read_text(), source=path)
-    if cluster is None:
-        raise CloudhpcError(
-            f"{path} lists real machines; volumes live on the hosts of an emulated cluster "
-            "(the NAME.hosts of `cloudhpc cluster up`)"
-        )
+def _check_new(name: str) -> None:
+    try:
+        cluster, _ = find(name)
+    except CloudhpcError:
+        return
+    where = f"on cluster {cluster.name}" if cluster else "on real machines"
+    raise CloudhpcError(f"volume {name} exists {where} (volume rm {name})")
+
+
+def _volume_hosts(cluster: Cluster, hosts: Sequence[Host]):
+    """(host, rack) for each distinct host of the hosts file, in its order."""
     seen: dict[str, tuple] = {}
     for h in hosts:
-        seen.setdefault(h.name, (cluster, cluster.host(h.name), h.rack))
+        seen.setdefault(h.name, (cluster.host(h.name), h.rack))
     return list(seen.values())
+
+
+def _create_remote(name, hosts, layout, sources, stripe_size, by, progress, remote_dir):
+    """A volume on real machines (remote.py), with this module's layout and copy."""
+    from . import remote
+
+    _check_new(name)
+    total = sum(size for _, _, size in sources)
+    done = [0]
+
+    def plan_chunks(entries_hosts):
+        names = [h["name"] for h in entries_hosts]
+        free = [remote.free_bytes(h) for h in entries_hosts] if by == "space" else None
+        return _entries(sources, layout, names, stripe_size, by, free)
+
+    def copy(entry, local):
+        base = done[0]
+        crc = _copy(entry, local, lambda n: progress and progress(base + n, total))
+        done[0] += entry["size"]
+        return crc
+
+    def manifest_of(entries_hosts, entries):
+        return _manifest(name, None, layout, stripe_size, by, entries_hosts, entries)
+
+    port = int(os.environ.get("CLOUDHPC_DATA_PORT") or dataserve.PORT)
+    return remote.create(name, hosts, layout, sources, plan_chunks, copy, manifest_of,
+                         remote_dir=remote_dir or remote.DEFAULT_DIR, port=port)  # fmt: skip
 
 
 def _copy(entry: dict, partial: dict[str, Path], progress: Callable[[int], Any]) -> str:
@@ -422,6 +494,11 @@ def _copy(entry: dict, partial: dict[str, Path], progress: Callable[[int], Any])
 def remove(name: str) -> dict[str, Any]:
     """Remove volume `name` from its hosts and forget it; stop data services left idle."""
     cluster, manifest = find(name)
+    if cluster is None:
+        from . import remote
+
+        remote.remove(manifest)
+        return manifest
     hosts = [cluster.host(h["name"]) for h in manifest["hosts"]]
     with signals.held():
         manifest_path(cluster, name).unlink(missing_ok=True)

@@ -34,7 +34,8 @@ def slot_hosts(
     chosen = list(hosts or cluster_hosts)
     for h in chosen:
         if h.name not in known:
-            raise CloudhpcError(f"host {h.name} is not in cluster {manifest['cluster']}")
+            where = f"cluster {manifest['cluster']}" if manifest["cluster"] else "the hosts"
+            raise CloudhpcError(f"host {h.name} is not in {where}")
     racks = {h["name"]: h.get("rack", "") for h in manifest["hosts"]}
     free_of = None
     if free is not None:

@@ -6,7 +6,7 @@ import numpy as np
 
 from ..graphs.job import GraphApp, graph_main
 from .cli import validate
-from .program import HashMin
+from .program import HashMin, take_smaller
 from .reference import reference
 
 
@@ -26,6 +26,7 @@ def _summary(values, result, params) -> tuple[dict, str]:
 
 
 APP = GraphApp(
+    kernels=(take_smaller,),
     name="components",
     value="label",
     validate=validate,

@@ -26,7 +26,9 @@ def add_graph_arguments(parser: argparse.ArgumentParser, name: str) -> argparse.
         "Parquet (columns src, dst[, weight]) or .npy (E x 2 or E x 3)",
     )
     g.add_argument(
-        "--directed", action="store_true", help="edges are directed (default: both ways)"
+        "--directed",
+        action="store_true",
+        help="edges are directed (without it: each edge goes both ways)",
     )
     g.add_argument(
         "--generate", choices=("rmat", "er"), help="generate an R-MAT or Erdos-Renyi graph instead"
@@ -35,10 +37,11 @@ def add_graph_arguments(parser: argparse.ArgumentParser, name: str) -> argparse.
         "--vertices",
         type=int,
         metavar="V",
-        help="--generate: vertex count; with --edges: ids must be below V (default: largest id+1)",
+        help="--generate: vertex count; with --edges: ids must be below V (without it: V is the "
+        "largest id + 1)",
     )
     g.add_argument(
-        "--edge-count", type=int, default=None, metavar="M", help="--generate: edges (default 8V)"
+        "--edge-count", type=int, default=None, metavar="M", help="--generate: edges (None: 8 V)"
     )
     g.add_argument("--seed", type=int, default=0, help="seed of --generate")
     g.add_argument(

@@ -23,7 +23,7 @@ RTOL = 1e-9  # --check: max |x - x_ref| / max x_ref
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     g = add_graph_arguments(parser, "pagerank")
-    g.add_argument("--damping", type=float, default=0.85, help="damping factor (default 0.85)")
+    g.add_argument("--damping", type=float, default=0.85, help="damping factor")
     g.add_argument("--iterations", type=int, default=100, metavar="N", help="at most N iterations")
     g.add_argument(
         "--tol", type=float, default=1e-6, help="stop when the L1 change < V * TOL (0: never)"

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..graphs.job import GraphApp, graph_main
 from .cli import RTOL, validate
-from .program import PageRank
+from .program import PageRank, contributions, update
 from .reference import reference
 
 
@@ -43,6 +43,7 @@ def _summary(values, result, params) -> tuple[dict, str]:
 
 
 APP = GraphApp(
+    kernels=(update, contributions),
     name="pagerank",
     value="rank",
     validate=validate,

@@ -9,7 +9,7 @@ import numpy as np
 from ...errors import CloudhpcError
 from ..graphs.job import GraphApp, graph_main
 from .cli import RTOL, validate
-from .program import ShortestPaths
+from .program import ShortestPaths, relax
 from .reference import reference
 
 
@@ -41,6 +41,7 @@ def _summary(values, result, params) -> tuple[dict, str]:
 
 
 APP = GraphApp(
+    kernels=(relax,),
     name="sssp",
     value="dist",
     validate=validate,

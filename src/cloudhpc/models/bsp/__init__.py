@@ -8,9 +8,10 @@ superstep per partition and runs numba kernels over all of its active vertices: 
 per vertex. It reads the messages of the last superstep (`step.inbox`), updates `step.values`,
 sends (`step.send(gids, rows)`, `step.send_along_edges(values, mask, edge_op, weight)`), votes to
 halt, contributes to aggregators and requests mutations (`remove_vertices`, `remove_edges`,
-`merge_into`). Messages are combined before sending (sum/min/max or a user njit function) and
-exchanged with Alltoall of counts + Alltoallv of packed buffers. At the barrier aggregators are
-reduced (Allreduce), mutations applied, and `program.master(m)` runs on every rank with the same
+`merge_into`). Messages are combined before sending (sum/min/max or a user njit function); a
+superstep's communication is one Alltoall of a header (rows per rank, counts, aggregator partials)
+and Alltoallvs of packed buffers with the counts it announced. At the barrier mutations are
+applied, and `program.master(m)` runs on every rank with the same
 global facts: it can switch `m.phase`, set `m.globals`, wake every vertex or halt. The run ends
 when every vertex has voted to halt and no message is in flight, when the master halts, or at
 the superstep limit.

@@ -40,3 +40,46 @@ def exchange(engine: Engine, dest: np.ndarray, *arrays: np.ndarray) -> list[np.n
     """Each array's rows (aligned with `dest`, the destination rank of each row) delivered."""
     routed = Routed(engine, dest)
     return [routed.send(a) for a in arrays]
+
+
+class Wire:
+    """The two exchanges a superstep needs, with the fewest collectives: `alltoall` (one fixed-
+    size row per rank: the superstep's header) and `alltoallv_known` (counts known to both sides,
+    so no Alltoall of counts first). On MPI these are one Alltoall / Alltoallv on the engine's own
+    communicator (upper-case, NumPy buffers); on one process they are copies."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.size = engine.size
+        self.comm = getattr(engine, "comm", None) if engine.name == "mpi" else None
+        if self.comm is not None:
+            from mpi4py import MPI
+
+            self._byte = MPI.BYTE
+
+    def alltoall(self, rows: np.ndarray) -> np.ndarray:
+        """rows[d] goes to rank d; returns the row from every rank, by rank."""
+        rows = np.ascontiguousarray(rows)
+        if self.comm is None:
+            return rows.copy()
+        out = np.empty_like(rows)
+        self.comm.Alltoall(rows, out)
+        return out
+
+    def alltoallv_known(
+        self, send: np.ndarray, scounts: np.ndarray, rcounts: np.ndarray
+    ) -> np.ndarray:
+        """Rows grouped by destination (scounts[d] for rank d); rcounts[s] rows come from rank s."""
+        send = np.ascontiguousarray(send)
+        if self.comm is None:
+            return send.copy()
+        row = send.dtype.itemsize * int(np.prod(send.shape[1:], dtype=np.int64))
+        recv = np.empty((int(np.sum(rcounts)), *send.shape[1:]), dtype=send.dtype)
+        sb = np.asarray(scounts, dtype=np.int64) * row
+        rb = np.asarray(rcounts, dtype=np.int64) * row
+        so = np.concatenate(([0], np.cumsum(sb)[:-1]))
+        ro = np.concatenate(([0], np.cumsum(rb)[:-1]))
+        self.comm.Alltoallv(
+            [send.reshape(-1).view(np.uint8), (sb, so), self._byte],
+            [recv.reshape(-1).view(np.uint8), (rb, ro), self._byte],
+        )
+        return recv

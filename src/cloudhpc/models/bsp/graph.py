@@ -11,7 +11,7 @@ import numpy as np
 
 from ...engines.base import Engine
 from .exchange import Routed, exchange
-from .hashing import owners_of
+from .hashing import PARTITIONERS, owners_of
 from .kernels import csr_from_sources
 from .partition import Partition, Ragged
 
@@ -26,10 +26,15 @@ def build_graph(
     edge_values: dict[str, np.ndarray] | None = None,
     directed: bool = True,
     payload: Ragged | None = None,
+    partitioner: str = "hash",
 ) -> Partition:
     """This rank's Partition (collective). Undirected graphs store each edge in both directions
     (a self-loop once). Duplicate edges are kept as parallel edges. `payload` (sparse graphs,
-    aligned with `vertices`) gives each vertex a ragged row."""
+    aligned with `vertices`) gives each vertex a ragged row. `partitioner`: "hash" (default: a
+    hash of the id picks the rank, so skewed id ranges such as R-MAT's spread evenly) or, for
+    dense graphs, "modulo" (id % P: no lookup table; balanced only when ids are)."""
+    if partitioner not in PARTITIONERS or (partitioner == "modulo" and n_vertices is None):
+        raise ValueError(f"partitioner {partitioner!r}: use 'hash', or 'modulo' with n_vertices")
     src = np.ascontiguousarray(src, dtype=np.int64)
     dst = np.ascontiguousarray(dst, dtype=np.int64)
     evals = {k: np.ascontiguousarray(v) for k, v in (edge_values or {}).items()}
@@ -38,13 +43,16 @@ def build_graph(
         src, dst = np.concatenate([src, dst[~loop]]), np.concatenate([dst, src[~loop]])
         evals = {k: np.concatenate([v, v[~loop]]) for k, v in evals.items()}
     rank, size = engine.rank, engine.size
-    hashed = n_vertices is None
+    hashed = partitioner == "hash"
     names = list(evals)
     got = exchange(engine, owners_of(src, size, hashed), src, dst, *[evals[k] for k in names])
     src, dst, evals = got[0], got[1], dict(zip(names, got[2:], strict=True))
 
     vertex_payload = None
-    if hashed:
+    if n_vertices is not None:
+        every = np.arange(int(n_vertices), dtype=np.int64)
+        gids = every[owners_of(every, size, hashed) == rank]
+    else:
         ids = np.concatenate(
             [src, dst, np.asarray(vertices if vertices is not None else [], np.int64)]
         )
@@ -57,8 +65,6 @@ def build_graph(
             got_ids = routed.send(vids)
             got_rows = routed.send_ragged(payload)
             vertex_payload = (got_ids, got_rows)
-    else:
-        gids = np.arange(rank, int(n_vertices), size, dtype=np.int64)
     part = Partition(
         rank=rank,
         size=size,
@@ -66,7 +72,7 @@ def build_graph(
         offsets=np.zeros(len(gids) + 1, dtype=np.int64),
         dst=np.empty(0, np.int64),
         hashed=hashed,
-        n_vertices=None if hashed else int(n_vertices),
+        n_vertices=None if n_vertices is None else int(n_vertices),
     )
     local = part.local_index(src)
     if np.any(local < 0):
@@ -77,14 +83,9 @@ def build_graph(
     if vertex_payload is not None:
         got_ids, got_rows = vertex_payload
         where = part.local_index(got_ids)
-        rows = np.full(part.n_local, -1, dtype=np.int64)
+        rows = np.full(part.n_local, len(got_ids), dtype=np.int64)  # default: an empty row
         rows[where] = np.arange(len(got_ids))
-        empty = Ragged(np.zeros(2, np.int64), got_rows.data[:0])
-        data = Ragged(
-            np.concatenate([got_rows.offsets, [got_rows.offsets[-1]]]),
-            np.concatenate([got_rows.data, empty.data]),
-        )
-        rows[rows < 0] = len(got_ids)  # vertices without a payload row get an empty one
+        data = Ragged(np.append(got_rows.offsets, got_rows.offsets[-1]), got_rows.data)
         part.payload = data.take(rows)
     return part
 

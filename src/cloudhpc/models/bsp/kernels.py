@@ -102,7 +102,7 @@ def routing_plan(dst: np.ndarray, owner: np.ndarray, size: int):
     slot_key = np.full(cap, EMPTY, dtype=np.int64)
     slot_of = np.empty(cap, dtype=np.int64)
     first = np.empty(len(dst), dtype=np.int64)
-    edge_slot = np.empty(len(dst), dtype=np.int64)
+    edge_slot = np.empty(len(dst), dtype=np.int32)  # half the memory traffic of int64
     n = 0
     mask = np.uint64(cap - 1)
     for e in range(len(dst)):
@@ -129,6 +129,23 @@ def routing_plan(dst: np.ndarray, owner: np.ndarray, size: int):
     for e in range(len(dst)):
         edge_slot[e] = new_of[edge_slot[e]]
     return edge_slot, slot_gids, counts
+
+
+@njit(cache=True)
+def scatter_all(offsets, edge_slot, values, weight, edge_op, op, acc) -> int:
+    """scatter_along_edges when every vertex sends: every slot gets a message, so `acc` starts
+    at the op's identity and no per-slot flag is kept (the PageRank hot loop)."""
+    for v in range(len(offsets) - 1):
+        x = values[v]
+        for e in range(offsets[v], offsets[v + 1]):
+            y = x
+            if edge_op == 1:
+                y = x + weight[e]
+            elif edge_op == 2:
+                y = x * weight[e]
+            s = edge_slot[e]
+            acc[s] = _combine(op, acc[s], y)
+    return offsets[-1]
 
 
 @njit(cache=True)
@@ -259,3 +276,14 @@ def rename_targets(
                 break
             h = (h + 1) & (cap - 1)
     return changed
+
+
+def all_kernels() -> tuple:
+    """Every numba kernel of the model (for cloudhpc.jit.load in an app's warm-up)."""
+    from . import hashing
+
+    mine = [v for v in globals().values() if hasattr(v, "_cache") and hasattr(v, "py_func")]
+    theirs = [
+        getattr(hashing, n) for n in ("owners_of", "table_build", "table_lookup", "dense_lookup")
+    ]
+    return (*mine, *theirs)

@@ -1,8 +1,9 @@
 """A superstep's outgoing messages and their delivery as the next superstep's Inbox.
 
 Messages are combined on the sending rank (built-in combiners by hashing, or by a cached routing
-plan for messages along edges), grouped by owner rank and exchanged with one alltoallv per array
-(engine.alltoallv: Alltoall of counts, Alltoallv of packed buffers)."""
+plan for messages along edges) and grouped by owner rank. The superstep's header exchange
+(runner.py: one Alltoall) tells every rank how many rows come from each rank and which kinds of
+messages travel at all; then each array goes in one Alltoallv with those known counts."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ...engines.base import Engine
-from .exchange import Routed, exchange
+from .exchange import Wire
 from .kernels import (
     OPS,
     combine_by_key,
@@ -20,9 +21,11 @@ from .kernels import (
     csr_from_sources,
     deliver_dense,
     deliver_dense_masked,
+    group_order,
     identity,
     per_edge_messages,
     routing_plan,
+    scatter_all,
     scatter_along_edges,
 )
 from .partition import Partition
@@ -69,6 +72,11 @@ class Outbox:
             self.send(gids, pay)
             return
         plan = self._plan()
+        if self.plan_acc is None and mask.all():
+            self.plan_acc = np.full(len(plan[1]), identity(self.combiner, self.dtype), self.dtype)
+            self.plan_has = np.ones(len(plan[1]), dtype=np.bool_)
+            self.made += scatter_all(part.offsets, plan[0], values, w, code, self.op, self.plan_acc)
+            return
         if self.plan_acc is None:
             self.plan_acc = np.empty(len(plan[1]), dtype=self.dtype)
             self.plan_has = np.zeros(len(plan[1]), dtype=np.bool_)
@@ -77,20 +85,30 @@ class Outbox:
         )
 
     def _plan(self):
-        """(edge_slot, slot_gids, counts per rank, receiving side's local index of each slot it
-        receives): built on first use, kept until the edges change."""
+        """(edge_slot, slot_gids, counts per rank): this rank's side of the routing plan, built
+        on first use without communication, kept until the edges change."""
         part = self.part
         if part._plan is None:
-            edge_slot, slot_gids, counts = routing_plan(part.dst, part.owner(part.dst), part.size)
-            got = self.engine.alltoallv(slot_gids, counts)
-            part._plan = (edge_slot, slot_gids, counts, part.local_index(got))
+            part._plan = routing_plan(part.dst, part.owner(part.dst), part.size)
+            part._plan_recv = None
         return part._plan
 
+    def _plan_recv(self):
+        """(local index of each slot this rank receives, slots received from each rank): the
+        receiving side, built collectively on the first exchange of a plan."""
+        part = self.part
+        if part._plan_recv is None:
+            edge_slot, slot_gids, counts = self._plan()
+            got = self.engine.alltoallv(slot_gids, counts)
+            ones = np.ones(part.size, dtype=np.int64)
+            rcounts = self.engine.alltoallv(counts.astype(np.int64), ones)
+            part._plan_recv = (part.local_index(got), rcounts)
+        return part._plan_recv
+
     # --- delivering --------------------------------------------------------------------------
-    def deliver(self) -> Inbox:
-        """Exchange everything sent (collective) and return this partition's next inbox."""
-        part, n = self.part, self.part.n_local
-        plan_used = self.engine.allreduce(np.array([self.plan_acc is not None], np.int64), "max")
+    def prepare(self) -> np.ndarray:
+        """Combine and group what was sent by id; the rows this rank sends to each rank."""
+        part = self.part
         if self.batches:
             gids = np.concatenate([b[0] for b in self.batches])
             pay = np.concatenate([b[1] for b in self.batches])
@@ -102,9 +120,33 @@ class Outbox:
                 gids, pay = combine_by_key(gids, pay, self.op)
             else:
                 gids, pay = combine_by_key_with(gids, pay, self.combiner)
-        got_gids, got_pay = exchange(self.engine, part.owner(gids), gids, pay)
-        local = part.local_index(got_gids)
-        delivered = len(got_gids)
+        order, counts = group_order(part.owner(gids), part.size)
+        self._gids, self._pay, self._counts = gids[order], pay[order], counts
+        return counts
+
+    @property
+    def plan_used(self) -> bool:
+        return self.plan_acc is not None
+
+    @property
+    def plan_partial(self) -> bool:
+        """Some routing-plan slot of this rank carries no message (so flags must travel)."""
+        return self.plan_acc is None or not bool(self.plan_has.all())
+
+    def deliver(
+        self, wire: Wire, rcounts: np.ndarray, any_generic: bool, any_plan: bool, partial: bool
+    ) -> Inbox:
+        """Exchange everything sent (collective; the flags are global, from the superstep's
+        header exchange) and return this partition's next inbox."""
+        part, n = self.part, self.part.n_local
+        delivered = 0
+        if any_generic:
+            got_gids = wire.alltoallv_known(self._gids, self._counts, rcounts)
+            got_pay = wire.alltoallv_known(self._pay, self._counts, rcounts)
+            local = part.local_index(got_gids)
+            delivered = len(got_gids)
+        else:
+            local, got_pay = np.empty(0, np.int64), self._pay[:0]
         if self.combiner is None:
             keep = local >= 0
             offsets, order = csr_from_sources(local[keep], n)
@@ -117,19 +159,23 @@ class Outbox:
             deliver_dense(local, got_pay, self.op, inbox, has)
         else:
             _deliver_with(local, got_pay, self.combiner, inbox, has)
-        if plan_used[0]:
-            delivered += self._deliver_plan(inbox, has)
+        if any_plan:
+            delivered += self._deliver_plan(wire, inbox, has, partial)
         return Inbox(has=has, values=inbox, delivered=delivered)
 
-    def _deliver_plan(self, inbox: np.ndarray, has: np.ndarray) -> int:
-        edge_slot, slot_gids, counts, recv_local = self._plan()
+    def _deliver_plan(self, wire: Wire, inbox: np.ndarray, has: np.ndarray, partial: bool) -> int:
+        edge_slot, slot_gids, counts = self._plan()
+        recv_local, rcounts = self._plan_recv()
         if self.plan_acc is None:
             acc = np.full(len(slot_gids), identity(self.combiner, self.dtype), dtype=self.dtype)
             sent = np.zeros(len(slot_gids), dtype=np.bool_)
         else:
             acc, sent = self.plan_acc, self.plan_has
-        got = self.engine.alltoallv(acc, counts)
-        got_sent = self.engine.alltoallv(sent.view(np.uint8), counts).view(np.bool_)
+        got = wire.alltoallv_known(acc, counts, rcounts)
+        if partial:
+            got_sent = wire.alltoallv_known(sent, counts, rcounts)
+        else:  # every slot of every rank carries a message
+            got_sent = np.ones(len(got), dtype=np.bool_)
         deliver_dense_masked(recv_local, got, got_sent, self.op, inbox, has)
         return int(np.count_nonzero(got_sent))
 
@@ -142,6 +188,3 @@ def _deliver_with(local, vals, fn, inbox, has) -> None:
     keys, rows = combine_by_key_with(local[keep], vals[keep], fn)
     inbox[keys] = rows
     has[keys] = True
-
-
-__all__ = ["Outbox", "Routed"]

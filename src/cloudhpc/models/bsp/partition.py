@@ -64,6 +64,7 @@ class Partition:
     alive: np.ndarray = field(default=None)  # type: ignore[assignment]
     _table: np.ndarray | None = None
     _plan: tuple | None = None  # routing plan cache (messages.py), dropped on any edge change
+    _plan_recv: tuple | None = None  # its receiving side
 
     def __post_init__(self) -> None:
         if self.alive is None:
@@ -105,3 +106,4 @@ class Partition:
 
     def edges_changed(self) -> None:
         self._plan = None
+        self._plan_recv = None

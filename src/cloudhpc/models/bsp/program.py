@@ -146,8 +146,8 @@ class Master:
     superstep: int
     phase: Any
     aggregated: dict[str, float]
-    active: int  # live vertices active in the next superstep (not halted, or with a message)
-    messages: int  # messages sent in the superstep that ended (before combining)
+    active: int  # live vertices that did not vote to halt (a message wakes others too)
+    messages: int  # messages sent in the superstep that ended (before combining): in flight
     vertices: int  # live vertices
     globals: dict[str, Any] = field(default_factory=dict)
     halted: bool = False

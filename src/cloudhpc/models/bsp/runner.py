@@ -14,6 +14,7 @@ import numpy as np
 from ...engines.base import Engine
 from ...errors import CloudhpcError
 from .._timing import PhaseTimer, timer_or_null
+from .exchange import Wire
 from .messages import Outbox
 from .mutations import Mutations
 from .partition import Partition
@@ -59,13 +60,16 @@ def run_bsp(
     timer = timer_or_null(timer)
     limit = int(max_supersteps if max_supersteps is not None else program.max_supersteps)
     program.init(part)
+    wire = Wire(engine)
     halted = ~part.alive.copy()
     inbox = Inbox.empty(part.n_local)
     aggregated: dict[str, float] = {}
     globals_: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
+    local_rows: list[tuple[float, float, int]] = []  # this rank's seconds and delivered rows
     halted_by = "limit"
-    names = sorted(program.aggregators)
+    by_op = {op: sorted(n for n, o in program.aggregators.items() if o == op) for op in AGG_OPS}
+    n_sum, n_max = len(by_op["sum"]), len(by_op["max"])
     s = 0
     while s < limit:
         wake = inbox.has & part.alive
@@ -81,45 +85,66 @@ def run_bsp(
             program.compute(step)
         t1 = time.perf_counter()
         with timer.phase("communicate"):
-            inbox = outbox.deliver()
+            # one Alltoall carries everything the ranks must agree on: the rows each sends to
+            # each (messages by id), whether plan messages and per-slot flags travel, the counts
+            # and the aggregators; then only the exchanges that carry something run
+            counts = outbox.prepare()
             local = step._aggregates
-            sums = [
+            common = [
+                counts.sum(),
+                outbox.plan_used,
+                outbox.plan_partial,
                 np.count_nonzero(active),
                 outbox.made,
-                inbox.delivered,
+                np.count_nonzero(part.alive & ~halted),
                 mutations.count,
                 np.count_nonzero(part.alive),
             ]
-            sums += [local.get(n, 0.0) for n in names if program.aggregators[n] == "sum"]
-            tot = engine.allreduce(np.array(sums, dtype=np.float64), "sum")
-            aggregated = _reduce_others(engine, program, names, local)
-            sum_names = [n for n in names if program.aggregators[n] == "sum"]
-            aggregated.update({n: float(v) for n, v in zip(sum_names, tot[5:], strict=True)})
+            common += [local.get(n, 0.0) for n in by_op["sum"]]
+            common += [local.get(n, -np.inf) for n in by_op["max"]]
+            common += [-local.get(n, np.inf) for n in by_op["min"]]
+            header = np.empty((engine.size, 1 + len(common)), dtype=np.float64)
+            header[:, 0] = counts
+            header[:, 1:] = common
+            got = wire.alltoall(header)
+            rcounts = got[:, 0].astype(np.int64)
+            tot = got[:, 1:9].sum(axis=0)
+            flags = got[:, 2:4].max(axis=0)
+            inbox = outbox.deliver(wire, rcounts, tot[0] > 0, bool(flags[0]), bool(flags[1]))
         t2 = time.perf_counter()
+        local_rows.append((t1 - t0, t2 - t1, inbox.delivered))
+        aggs = got[:, 9:]
+        aggregated = dict(zip(by_op["sum"], map(float, aggs[:, :n_sum].sum(axis=0)), strict=True))
+        top = aggs[:, n_sum:].max(axis=0) if aggs.shape[1] > n_sum else np.empty(0)
+        aggregated.update(zip(by_op["max"], map(float, top[:n_max]), strict=True))
+        aggregated.update(zip(by_op["min"], (-float(x) for x in top[n_max:]), strict=True))
         row = {
             "superstep": s,
-            "vertices": int(tot[4]),
-            "active": int(tot[0]),
-            "messages": int(tot[1]),
-            "delivered": int(tot[2]),
-            "mutations": int(tot[3]),
+            "vertices": int(tot[7]),
+            "active": int(tot[3]),
+            "messages": int(tot[4]),
+            "mutations": int(tot[6]),
         }
-        if tot[3] > 0:
+        unhalted, alive_next = int(tot[5]), int(tot[7])
+        if tot[6] > 0:
             with timer.phase("mutate"):
                 row.update(mutations.apply(engine, part, program))
                 inbox.has &= part.alive
-        next_active = np.count_nonzero(part.alive & (~halted | inbox.has))
-        counts = engine.allreduce(np.array([next_active, np.count_nonzero(part.alive)]), "sum")
-        times = engine.allreduce(np.array([t1 - t0, t2 - t1]), "max")
-        row.update(compute_s=float(times[0]), communicate_s=float(times[1]))
+                after = engine.allreduce(
+                    np.array(
+                        [np.count_nonzero(part.alive & ~halted), np.count_nonzero(part.alive)]
+                    ),
+                    "sum",
+                )
+            unhalted, alive_next = int(after[0]), int(after[1])
         rows.append(row)
         master = Master(
             superstep=s,
             phase=phase,
             aggregated=aggregated,
-            active=int(counts[0]),
-            messages=int(tot[1]),
-            vertices=int(counts[1]),
+            active=unhalted,
+            messages=int(tot[4]),
+            vertices=alive_next,
             globals=globals_,
         )
         program.master(master)
@@ -132,19 +157,20 @@ def run_bsp(
         if master.halted:
             halted_by = "master"
             break
-        if counts[0] == 0 and not master.woken:
+        if unhalted == 0 and master.messages == 0 and not master.woken:
             halted_by = "vote"
             break
+    _add_rank_figures(engine, rows, local_rows)
     return BSPResult(s, halted_by, aggregated, phase, globals_, rows)
 
 
-def _reduce_others(engine: Engine, program, names, local) -> dict[str, float]:
-    out = {}
-    for op in ("min", "max"):
-        mine = [n for n in names if program.aggregators[n] == op]
-        if not mine:
-            continue
-        ident = np.inf if op == "min" else -np.inf
-        vals = np.array([local.get(n, ident) for n in mine], dtype=np.float64)
-        out.update(zip(mine, map(float, engine.allreduce(vals, op)), strict=True))
-    return out
+def _add_rank_figures(engine: Engine, rows: list[dict], local_rows: list[tuple]) -> None:
+    """Per superstep: the slowest rank's compute and communicate seconds, the rows delivered
+    (after combining) on all ranks; reduced once, after the run."""
+    if not rows:
+        return
+    mine = np.array(local_rows, dtype=np.float64).reshape(len(rows), 3)
+    slowest = engine.allreduce(np.ascontiguousarray(mine[:, :2]), "max")
+    delivered = engine.allreduce(np.ascontiguousarray(mine[:, 2]), "sum")
+    for row, (c, m), d in zip(rows, slowest, delivered, strict=True):
+        row.update(delivered=int(d), compute_s=float(c), communicate_s=float(m))
