@@ -28,6 +28,7 @@ from .reads import Chunk, is_gzip, read_chunk
 
 HIST_BINS = 256  # coverage histogram: counts 0..255 (255 = 255 or more)
 ROW_BYTES = 8 + 4 * REC  # one k-mer in the shuffle and on the reduce side
+RARE_ERRORS = 1000  # first_minimum: stop where error k-mers are this much rarer than singletons
 
 
 class Renamed:
@@ -134,10 +135,14 @@ def coverage_histogram(engine: Engine, counts: np.ndarray) -> np.ndarray:
 
 
 def first_minimum(hist: np.ndarray) -> int:
-    """--min-count's default: the first minimum of the k-mer coverage histogram, the valley
-    between the error k-mers (count 1, 2, ...) and the genome's coverage peak. When the
-    histogram rises from count 1 on (no error spike: error-free reads) it is 1; never past half
-    the coverage peak."""
+    """--min-count's default, from the k-mer coverage histogram: its first minimum, the valley
+    between the error k-mers (count 1, 2, ...) and the genome's coverage peak, or earlier in the
+    valley the first count whose k-mers are RARE_ERRORS times rarer than those seen once. The
+    valley's floor can lie where the genome's own k-mers already thin out (1 Mbp, 40x, 1%
+    errors: floor at 5 dropped ~100 genome k-mers and cut the genome into 3 contigs; at 3 it
+    assembled whole, the ~500 error paths left being tips and bubbles the simplification
+    removes). When the histogram rises from count 1 on (no error spike: error-free reads) it is
+    1; never past half the coverage peak."""
     h = hist.astype(np.float64)
     first = 1
     while first < len(h) - 1 and h[first] > h[first + 1]:
@@ -145,7 +150,9 @@ def first_minimum(hist: np.ndarray) -> int:
     if first == 1 or first >= len(h) - 1:
         return 1
     peak = first + int(np.argmax(h[first:]))
-    return max(1, min(first, peak // 2))
+    floor = max(1, min(first, peak // 2))
+    rare = np.flatnonzero(h[2:floor] * RARE_ERRORS <= h[1])
+    return int(rare[0]) + 2 if len(rare) else floor
 
 
 @dataclass

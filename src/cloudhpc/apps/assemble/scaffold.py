@@ -108,18 +108,18 @@ class ContigIndex:
         return cls(keys[order], contig[order], pos[order], fwd[order], np.diff(offsets), k)
 
     def place(self, keys: np.ndarray, fwd: np.ndarray):
-        """(contig, end, distance to that end) of each read (-1 where its k-mer is not found)."""
-        i = np.searchsorted(self.keys, keys)
-        i = np.minimum(i, max(len(self.keys) - 1, 0))
-        hit = (keys >= 0) & (len(self.keys) > 0)
-        if len(self.keys):
-            hit &= self.keys[i] == keys
-        contig = np.where(hit, self.contig[i] if len(self.keys) else -1, -1)
-        same = fwd == (self.fwd[i] if len(self.keys) else fwd)
-        q = self.pos[i] if len(self.keys) else np.zeros(len(keys), np.int64)
-        length = self.lengths[np.maximum(contig, 0)] if len(self.lengths) else q
+        """(contig, end, distance to that end) of each read (contig -1 where its k-mer is not
+        in any contig). A read held like the contig runs towards the contig's end 1."""
+        n = len(keys)
+        if len(self.keys) == 0:
+            return np.full(n, -1, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+        i = np.minimum(np.searchsorted(self.keys, keys), len(self.keys) - 1)
+        hit = (keys >= 0) & (self.keys[i] == keys)
+        contig = np.where(hit, self.contig[i], -1)
+        same = fwd == self.fwd[i]
+        q = self.pos[i]
         end = np.where(same, 1, 0)
-        dist = np.where(same, length - q, q + self.k)
+        dist = np.where(same, self.lengths[self.contig[i]] - q, q + self.k)
         return contig, end, dist
 
 
