@@ -55,7 +55,7 @@ from .bsp_kernels import (
     tip_replies,
 )
 
-SUBSTEPS = {"compress": 2, "tips": 3, "bubbles": 4}
+SUBSTEPS = {"compress": 2, "tips": 3, "bubbles": 4, "erode": 1}
 
 
 @dataclass
@@ -67,12 +67,15 @@ class Settings:
     bubble_identity: float
     rounds: int
     seed: int
+    min_cov: float = 0.0
 
 
 class Simplify(VertexProgram):
     message_dtype = np.int64
     combiner = None
-    aggregators = {"links": "sum", "tips": "sum", "bubbles": "sum", "edges": "sum"}
+    aggregators = {
+        "links": "sum", "tips": "sum", "bubbles": "sum", "low_coverage": "sum", "edges": "sum"
+    }  # fmt: skip
     max_supersteps = 1_000_000
 
     def __init__(self, cfg: Settings, counts_of: tuple[np.ndarray, np.ndarray]) -> None:
@@ -87,7 +90,9 @@ class Simplify(VertexProgram):
         self.compress_round = 0
         self.round = 0
         self.round_removed = 0
-        self.totals = {"tips": 0, "bubbles": 0, "rounds": 0, "compress_rounds": 0}
+        self.totals = {
+            "tips": 0, "bubbles": 0, "low_coverage": 0, "rounds": 0, "compress_rounds": 0
+        }  # fmt: skip
         self.sizes: list[tuple[str, dict[str, int]]] = []
 
     # --- values ------------------------------------------------------------------------------
@@ -195,6 +200,11 @@ class Simplify(VertexProgram):
                 if gone.any():
                     step.remove_vertices(gone)
                 step.aggregate("bubbles", int(gone.sum()))
+        elif stage == "erode":  # E: unitigs below the coverage cutoff go (Velvet's cov_cutoff)
+            gone = part.alive & (vals["cov"] < cfg.min_cov * vals["nk"])
+            if gone.any():
+                step.remove_vertices(gone)
+            step.aggregate("low_coverage", int(gone.sum()))
 
     # --- the master: phases by superstep -----------------------------------------------------
     def master(self, m) -> None:
@@ -205,6 +215,9 @@ class Simplify(VertexProgram):
         if self.stage == "bubbles":
             self.totals["bubbles"] += int(agg.get("bubbles", 0))
             self.round_removed += int(agg.get("bubbles", 0))
+        if self.stage == "erode":
+            self.totals["low_coverage"] += int(agg.get("low_coverage", 0))
+            self.round_removed += int(agg.get("low_coverage", 0))
         last_sub = self.sub == SUBSTEPS[self.stage] - 1
         if self.stage == "compress" and last_sub:
             self.compress_round += 1
@@ -230,7 +243,7 @@ class Simplify(VertexProgram):
             self.round += 1
             self.totals["rounds"] = self.round
             self.round_removed = 0
-            self.plan = ["tips", "compress", "bubbles", "compress"]
+            self.plan = ["tips", "compress", "bubbles", "compress", "erode", "compress"]
         self.stage = self.plan[0]
 
 

@@ -48,6 +48,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "of the k-mer coverage histogram)",
     )
     a.add_argument(
+        "--min-cov",
+        type=float,
+        default=None,
+        metavar="X",
+        help="after tips and bubbles, remove unitigs of mean k-mer coverage below X (default: "
+        "half the median k-mer count, Velvet's -cov_cutoff auto; 0: off)",
+    )
+    a.add_argument(
         "--tip-length",
         type=int,
         default=None,
@@ -120,6 +128,7 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "reference": os.path.abspath(args.reference) if args.reference else None,
         "k": args.k,
         "min_count": args.min_count,
+        "min_cov": args.min_cov,
         "tip_length": args.tip_length,
         "bubble_length": args.bubble_length,
         "bubble_identity": args.bubble_identity,
@@ -162,6 +171,9 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
             raise CloudhpcError(f"--{key.replace('_', '-')} must be an integer >= {low}")
     if params.get("simplifier", "bsp") not in ("bsp", "serial"):
         raise CloudhpcError(f"unknown --simplify {params.get('simplifier')!r}")
+    cov = params.get("min_cov")
+    if cov is not None and (isinstance(cov, bool) or not isinstance(cov, int | float) or cov < 0):
+        raise CloudhpcError("--min-cov must be a number >= 0")
     ident = params.get("bubble_identity", 0.9)
     if not 0.0 <= float(ident) <= 1.0:
         raise CloudhpcError("--bubble-identity must be between 0 and 1")

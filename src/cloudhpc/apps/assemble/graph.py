@@ -155,6 +155,16 @@ def first_minimum(hist: np.ndarray) -> int:
     return int(rare[0]) + 2 if len(rare) else floor
 
 
+def coverage_cutoff(hist: np.ndarray, min_count: int) -> float:
+    """--min-cov's default, Velvet's -cov_cutoff auto: half the expected coverage, the median
+    count of the k-mers kept (each weighs one base, as Velvet's length-weighted node median)."""
+    h = hist[min_count:].astype(np.float64)
+    if h.sum() == 0:
+        return 0.0
+    median = min_count + int(np.searchsorted(np.cumsum(h), h.sum() / 2))
+    return median / 2
+
+
 @dataclass
 class Partition:
     """This worker's k-mers after filtering: keys, counts and the 8-bit edge masks."""

@@ -22,6 +22,7 @@ from .contigs import basic_stats, select, write_contigs
 from .graph import (
     Renamed,
     count_kmers_mr,
+    coverage_cutoff,
     coverage_histogram,
     filter_partition,
     first_minimum,
@@ -63,7 +64,9 @@ def main(ctx) -> dict[str, Any]:
         min_count = p.get("min_count") or first_minimum(hist)
         part = filter_partition(kv, int(min_count))
         del kv
-    result = simplify(ctx, engine, part, p)
+    min_cov = p.get("min_cov")
+    min_cov = coverage_cutoff(hist, int(min_count)) if min_cov is None else float(min_cov)
+    result = simplify(ctx, engine, part, {**p, "min_cov": min_cov})
     min_contig = int(p.get("min_contig") or 2 * k)
     contigs = None
     if ctx.is_root:
@@ -93,6 +96,7 @@ def main(ctx) -> dict[str, Any]:
         summary = {
             "k": k,
             "min_count": int(min_count),
+            "min_cov": min_cov,
             "histogram": hist[:64].tolist(),
             **stats,
             **(ev or {}),
@@ -114,6 +118,8 @@ def main(ctx) -> dict[str, Any]:
     metrics.update(counting)
     metrics["tips_removed"] = result.counts.get("tips", 0)
     metrics["bubbles_removed"] = result.counts.get("bubbles", 0)
+    metrics["low_coverage_removed"] = result.counts.get("low_coverage", 0)
+    metrics["min_cov"] = min_cov
     metrics["simplify_rounds"] = result.counts.get("rounds", 0)
     if "compress_rounds" in result.counts:
         metrics["compress_rounds"] = result.counts["compress_rounds"]

@@ -88,6 +88,16 @@ def remove_tips(g: Graph, u: Unitigs, max_len: int) -> int:
     return int(tips.sum())
 
 
+def remove_low_coverage(g: Graph, u: Unitigs, cutoff: float) -> int:
+    """Remove unitigs whose mean k-mer coverage is below cutoff (Velvet's -cov_cutoff): error
+    paths that join two parts of the graph (neither tips nor bubbles) and keep a branch open."""
+    if cutoff <= 0:
+        return 0
+    low = unitig_coverage(g.counts, u.path, u.starts) < cutoff
+    kill_nodes(g.keys, g.masks, g.alive, u.nodes_of(low), g.k)
+    return int(low.sum())
+
+
 def remove_bubbles(g: Graph, u: Unitigs, max_len: int, max_diff: int, min_identity: float) -> int:
     """Among paths with the same predecessor and successor keep the one of highest coverage;
     remove the others within the length (max_len, max_diff) and identity bounds."""

@@ -16,7 +16,7 @@ from ...engines.base import Engine
 from .bsp_simplify import Settings, simplify_bsp
 from .graph import Partition, gather_graph
 from .graph_kernels import all_unitig_codes, unitig_coverage, unitig_minkey
-from .simplify import Graph, Unitigs, compress, remove_bubbles, remove_tips
+from .simplify import Graph, Unitigs, compress, remove_bubbles, remove_low_coverage, remove_tips
 
 SIMPLIFIERS = ("bsp", "serial")
 
@@ -48,6 +48,7 @@ def settings(p: dict[str, Any]) -> Settings:
         bubble_identity=float(p.get("bubble_identity", 0.9)),
         rounds=int(p.get("rounds", 5)),
         seed=int(p.get("seed", 0)),
+        min_cov=float(p.get("min_cov") or 0.0),
     )
 
 
@@ -93,7 +94,7 @@ def _size(g: Graph, u: Unitigs | None = None) -> dict[str, int]:
 def _serial(ctx: Any, engine: Engine, part: Partition, cfg: Settings) -> Simplified:
     with ctx.phase("build"):
         whole = gather_graph(engine, part)
-    res = Simplified(counts={"tips": 0, "bubbles": 0, "rounds": 0})
+    res = Simplified(counts={"tips": 0, "bubbles": 0, "low_coverage": 0, "rounds": 0})
     if whole is None:
         return res
     k = cfg.k
@@ -115,10 +116,17 @@ def _serial(ctx: Any, engine: Engine, part: Partition, cfg: Settings) -> Simplif
         with ctx.phase("compress"):
             u = compress(g)
         res.sizes.append(("compress", _size(g, u)))
+        with ctx.phase("erode"):
+            low = remove_low_coverage(g, u, cfg.min_cov)
+        res.sizes.append(("erode", _size(g)))
+        with ctx.phase("compress"):
+            u = compress(g)
+        res.sizes.append(("compress", _size(g, u)))
+        res.counts["low_coverage"] += low
         res.counts["tips"] += tips
         res.counts["bubbles"] += bubbles
         res.counts["rounds"] += 1
-        if tips == 0 and bubbles == 0:
+        if tips == 0 and bubbles == 0 and low == 0:
             break
     with ctx.phase("compress"):
         codes, offs = all_unitig_codes(g.keys, u.path, u.porient, u.starts, k)
