@@ -13,7 +13,7 @@ import pytest
 from helpers import assert_one_line_error, run_cli, run_json
 
 from cloudhpc.apps.assemble.contigs import nx
-from cloudhpc.apps.assemble.graph import first_minimum
+from cloudhpc.apps.assemble.graph import coverage_cutoff, first_minimum
 from cloudhpc.apps.assemble.kernels import count_kmers, encode
 from cloudhpc.apps.assemble.reads import plan_chunks, read_chunk
 from cloudhpc.apps.assemble.simulate import (
@@ -70,6 +70,13 @@ def test_first_minimum_of_the_coverage_histogram():
     assert first_minimum(errors) == 4
     no_errors = np.array([0, 2, 5, 20, 60, 90, 60, 20, 4])
     assert first_minimum(no_errors) == 1
+
+
+def test_coverage_cutoff_is_half_the_median_kept_count():
+    hist = np.array([0, 1000, 200, 30, 8, 12, 40, 90, 120, 90, 40, 10, 2])
+    # kept k-mers (count >= 4): 412, the 206th has count 8
+    assert coverage_cutoff(hist, 4) == 4.0
+    assert coverage_cutoff(np.zeros(10, np.int64), 2) == 0.0
 
 
 def test_n50_l50():
@@ -181,6 +188,7 @@ def test_one_percent_errors_remove_tips_and_bubbles_and_keep_ng50(tmp_path):
     ref_run = run_json(*common, fq1, "--out", str(tmp_path / "o2"), "--simplify", "serial")
     assert ref_run["metrics"]["tips_removed"] == m["tips_removed"]
     assert ref_run["metrics"]["bubbles_removed"] == m["bubbles_removed"]
+    assert ref_run["metrics"]["low_coverage_removed"] == m["low_coverage_removed"]
     assert (tmp_path / "o1" / "contigs.fa").read_text() == (
         tmp_path / "o2" / "contigs.fa"
     ).read_text()
