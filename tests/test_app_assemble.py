@@ -237,6 +237,7 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
     assert_one_line_error(run_cli(*base, str(empty)), "empty")
     assert_one_line_error(run_cli(*base), "assemble needs reads")
     assert_one_line_error(run_cli(*base, fq, "--check"), "--check needs --reference")
+    assert_one_line_error(run_cli(*base, fq, "--min-cov", "-1"), "--min-cov must be")
     lines = Path(fq).read_text().splitlines()
     lines[4 * 7 + 2] = "x"
     bad = tmp_path / "bad.fq"
