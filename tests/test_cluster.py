@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -221,18 +222,26 @@ def _ours(name: str) -> tuple[set[str], set[str]]:
     return ns, links
 
 
-@pytest.fixture(scope="module")
-def state(tmp_path_factory):
-    root = tmp_path_factory.mktemp("clusters")
+@contextmanager
+def private_clusters(root: Path):
+    """A cluster state directory of the tests' own; every cluster in it is down afterwards."""
     old = os.environ.get("CLOUDHPC_CLUSTERS")
     os.environ["CLOUDHPC_CLUSTERS"] = str(root)
-    yield root
-    for name in cluster.state.names(root):
-        cluster.down(name)
-    if old is None:
-        del os.environ["CLOUDHPC_CLUSTERS"]
-    else:
-        os.environ["CLOUDHPC_CLUSTERS"] = old
+    try:
+        yield root
+    finally:
+        for name in cluster.state.names(root):
+            cluster.down(name)
+        if old is None:
+            del os.environ["CLOUDHPC_CLUSTERS"]
+        else:
+            os.environ["CLOUDHPC_CLUSTERS"] = old
+
+
+@pytest.fixture(scope="module")
+def state(tmp_path_factory):
+    with private_clusters(tmp_path_factory.mktemp("clusters")) as root:
+        yield root
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import assert_one_line_error, run_cli, run_json
-from test_cluster import _ours, needs_root
+from test_cluster import _ours, needs_root, private_clusters
 
 from cloudhpc import cluster
 from cloudhpc.bench.ior_params import validate
@@ -110,16 +110,8 @@ def test_ior_on_test_files_checks_every_word(tmp_path, results):
 # ---- on a cluster ------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def vstate(tmp_path_factory):
-    root = tmp_path_factory.mktemp("vclusters")
-    old = os.environ.get("CLOUDHPC_CLUSTERS")
-    os.environ["CLOUDHPC_CLUSTERS"] = str(root)
-    yield root
-    for name in cluster.state.names(root):
-        cluster.down(name)
-    if old is None:
-        del os.environ["CLOUDHPC_CLUSTERS"]
-    else:
-        os.environ["CLOUDHPC_CLUSTERS"] = old
+    with private_clusters(tmp_path_factory.mktemp("vclusters")) as root:
+        yield root
     assert _ours(NAME) == (set(), set())
 
 
