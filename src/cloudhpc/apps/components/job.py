@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..graphs.job import GraphApp, graph_main
+from ..graphs.kernels import take_min
 from .cli import validate
-from .program import HashMin, take_smaller
+from .program import HashMin
 from .reference import reference
 
 
@@ -26,7 +27,7 @@ def _summary(values, result, params) -> tuple[dict, str]:
 
 
 APP = GraphApp(
-    kernels=(take_smaller,),
+    kernels=(take_min,),
     name="components",
     value="label",
     validate=validate,

@@ -5,21 +5,9 @@ so only vertices with news work."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from ...models.bsp import VertexProgram
-
-
-@njit(cache=True)
-def take_smaller(label, has, inbox, changed) -> int:
-    """label = min(label, message); changed marks the vertices whose label dropped."""
-    n = 0
-    for v in range(len(label)):
-        changed[v] = has[v] and inbox[v, 0] < label[v]
-        if changed[v]:
-            label[v] = inbox[v, 0]
-            n += 1
-    return n
+from ..graphs.kernels import take_min
 
 
 class HashMin(VertexProgram):
@@ -34,6 +22,6 @@ class HashMin(VertexProgram):
         if step.superstep == 0:
             step.send_along_edges(label, step.active)
         else:
-            take_smaller(label, step.inbox.has, step.inbox.values, self._changed)
+            take_min(label, step.inbox.has, step.inbox.values, self._changed)
             step.send_along_edges(label, self._changed)
         step.vote_to_halt()

@@ -8,8 +8,9 @@ import numpy as np
 
 from ...errors import CloudhpcError
 from ..graphs.job import GraphApp, graph_main
+from ..graphs.kernels import take_min
 from .cli import RTOL, validate
-from .program import ShortestPaths, relax
+from .program import ShortestPaths
 from .reference import reference
 
 
@@ -41,7 +42,7 @@ def _summary(values, result, params) -> tuple[dict, str]:
 
 
 APP = GraphApp(
-    kernels=(relax,),
+    kernels=(take_min,),
     name="sssp",
     value="dist",
     validate=validate,

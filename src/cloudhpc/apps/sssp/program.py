@@ -5,20 +5,9 @@ weight on (min combiner); every vertex votes to halt each superstep."""
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from ...models.bsp import VertexProgram
-
-
-@njit(cache=True)
-def relax(dist, has, inbox, changed) -> int:
-    n = 0
-    for v in range(len(dist)):
-        changed[v] = has[v] and inbox[v, 0] < dist[v]
-        if changed[v]:
-            dist[v] = inbox[v, 0]
-            n += 1
-    return n
+from ..graphs.kernels import take_min
 
 
 class ShortestPaths(VertexProgram):
@@ -38,6 +27,6 @@ class ShortestPaths(VertexProgram):
     def compute(self, step) -> None:
         dist = step.values["dist"]
         if step.superstep > 0:
-            relax(dist, step.inbox.has, step.inbox.values, self._changed)
+            take_min(dist, step.inbox.has, step.inbox.values, self._changed)
         step.send_along_edges(dist, self._changed, edge_op="add", weight="w")
         step.vote_to_halt()
