@@ -139,3 +139,24 @@ def test_rank_blocks_are_read_exactly(tmp_path, layout):
     assert all(b.dtype == np.float64 and b.flags.c_contiguous for b in blocks)
     assert not any(isinstance(b, np.memmap) for b in blocks)  # in memory, not a file mapping
     np.testing.assert_array_equal(np.concatenate(blocks), a.astype(np.float64))
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 7])
+@pytest.mark.parametrize("nslabs", [1, 3])
+def test_assignment_kernel_matches_argmin(d, nslabs):
+    """The blocked assignment (SIMD over a block's points) picks exactly argmin's center, ties to
+    the lowest index (two centers are equal here), for a row count that is not a block multiple."""
+    from cloudhpc.apps.kmeans.kernels import BLOCK, _assign_partial_sums
+
+    rng = np.random.default_rng(d)
+    n, k = 3 * BLOCK + 17, 9
+    points = rng.normal(size=(n, d))
+    centers = points[rng.choice(n, k, replace=False)].copy()
+    centers[5] = centers[2]  # a tie everywhere between 2 and 5: 2 must win
+    sums = _assign_partial_sums(points, centers, nslabs)
+    label = ((points[:, None, :] - centers[None, :, :]) ** 2).sum(axis=2).argmin(axis=1)
+    counts = np.bincount(label, minlength=k)
+    assert counts[5] == 0
+    np.testing.assert_array_equal(sums[:, -1], counts)
+    want = np.array([points[label == j].sum(axis=0) for j in range(k)])
+    np.testing.assert_allclose(sums[:, :-1], want, rtol=1e-12, atol=1e-12)
