@@ -131,3 +131,28 @@ def test_app_cli_modules_stay_light(cli):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+def test_run_command_builds_only_the_app_it_runs():
+    """`cloudhpc run kmeans ...` parses without importing the other subcommands, the other apps,
+    the emulated cluster, plugin discovery or rich (the command's start-up is part of the wall
+    time a user waits for); `cloudhpc run --help` still lists every app."""
+    import subprocess
+
+    code = (
+        "import sys; from cloudhpc.cli.main import build_parser; "
+        "a = build_parser(['run', 'kmeans', '--points', 'p.npy']).parse_args("
+        "['run', 'kmeans', '--points', 'p.npy']); assert a.app == 'kmeans'; "
+        "avoid = ('rich', 'numba', 'mpi4py', 'importlib.metadata', 'cloudhpc.cluster', "
+        "'cloudhpc.cli.profile', 'cloudhpc.cli.npb', 'cloudhpc.apps.swg.cli', "
+        "'cloudhpc.engines.base', 'cloudhpc.launch.cluster'); "
+        "print(','.join(m for m in avoid if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+    listing = subprocess.run(
+        [sys.executable, "-m", "cloudhpc", "run", "--help"], capture_output=True, text=True
+    )
+    assert listing.returncode == 0
+    for app in ("assemble", "hep", "kmeans", "swg", "wave"):
+        assert app in listing.stdout

@@ -20,12 +20,14 @@ import importlib
 import sys
 from collections.abc import Callable
 from functools import cache
-from importlib.metadata import EntryPoint, entry_points
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CloudhpcError
 from ..registry import Registry
+
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
 
 ENTRY_POINT_GROUP = "cloudhpc.apps"
 
@@ -65,6 +67,8 @@ REQUIRED_HOOKS = ("add_arguments", "params_from_args")
 @cache
 def plugins() -> dict[str, EntryPoint]:
     """Apps other installed packages register (a built-in name cannot be taken over)."""
+    from importlib.metadata import entry_points  # 25 ms: only when a name is not built in
+
     found = {}
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name in BUILTIN or ep.name in MAINS:

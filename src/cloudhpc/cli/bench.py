@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from ..bench.ops import OPS
 from ..bench.params import validate
@@ -53,7 +54,7 @@ def add_arguments(p: argparse.ArgumentParser, bench: str) -> None:
     )
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p = add_subparser(
         subparsers,
         "bench",

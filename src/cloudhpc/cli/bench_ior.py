@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 
 from ..errors import CloudhpcError
 from .common import add_launch_options, execute, job_from_args, record_footer
@@ -33,7 +34,7 @@ examples:
 """
 
 
-def add_parser(sub) -> None:
+def add_parser(sub, argv: Sequence[str] = ()) -> None:
     b = add_subparser(sub, "ior", HELP, DESCRIPTION)
     b.add_argument("--volume", metavar="NAME", help="read this volume's file")
     b.add_argument("--file", metavar="NAME", help="the volume's file (default: its only one)")

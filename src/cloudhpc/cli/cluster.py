@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 
 from ..errors import CloudhpcError
 from .parser import add_subparser
@@ -40,7 +41,7 @@ examples:
 """
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p = add_subparser(
         subparsers,
         "cluster",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Sequence
 
 from ..errors import CloudhpcError
 from ..job import Job, Layout
@@ -15,7 +16,7 @@ from .ui import err, print_table
 ENVS = ("native", "vm-net")
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p = add_subparser(
         subparsers,
         "demo",

@@ -8,13 +8,14 @@ import sys
 
 from .. import __version__, signals
 from ..errors import CloudhpcError
-from .parser import Formatter, Parser
+from .parser import Formatter, Parser, requested
 
-# Each module has add_parser(subparsers) and sets `handler` on its parser.
+# Each module has add_parser(subparsers, argv) and sets `handler` on its parser (argv: the words
+# after the subcommand's name, for subcommands that can build less when they know what is asked).
 SUBCOMMANDS = ("run", "bench", "npb", "profile", "results", "cluster", "volume", "place", "demo")
 
 
-def build_parser() -> Parser:
+def build_parser(argv: list[str] | None = None) -> Parser:
     p = Parser(
         prog="cloudhpc",
         description="Run data- and compute-intensive scientific workloads on clusters and clouds, "
@@ -23,20 +24,22 @@ def build_parser() -> Parser:
     )
     p.add_argument("--version", action="version", version=f"cloudhpc {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
-    for name in SUBCOMMANDS:
+    argv = sys.argv[1:] if argv is None else argv
+    wanted = requested(argv, SUBCOMMANDS)
+    for name in (wanted,) if wanted else SUBCOMMANDS:
         try:
             module = importlib.import_module(f"cloudhpc.cli.{name}")
         except ModuleNotFoundError as e:
             if e.name == f"cloudhpc.cli.{name}":
                 continue  # a subcommand still being written
             raise
-        module.add_parser(sub)
+        module.add_parser(sub, argv[1:] if wanted else [])
     return p
 
 
 def main(argv: list[str] | None = None) -> None:
     signals.install()
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     try:
         code = args.handler(args) or 0

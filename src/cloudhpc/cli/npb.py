@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import copy
 import json
+from collections.abc import Sequence
 
 from ..errors import CloudhpcError
 from ..npb import KERNELS, load
@@ -34,7 +35,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p = add_subparser(
         subparsers,
         "npb",

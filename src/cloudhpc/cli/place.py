@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import CloudhpcError
@@ -39,7 +40,7 @@ examples:
 """
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p = add_subparser(subparsers, "place", "place ranks next to a volume's data", DESCRIPTION)
     p.add_argument("--volume", required=True, metavar="NAME", help="the volume the ranks read")
     p.add_argument("--file", metavar="NAME", help="the volume's file (default: its only one)")

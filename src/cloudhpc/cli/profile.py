@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Sequence
 
 from rich.table import Table
 
@@ -38,7 +39,7 @@ examples:
 """
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p = add_subparser(
         subparsers,
         "profile",

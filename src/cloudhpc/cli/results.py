@@ -7,6 +7,7 @@ import datetime as dt
 import json
 import re
 import sys
+from collections.abc import Sequence
 
 from rich.markup import escape
 
@@ -58,7 +59,7 @@ def _json(p: argparse.ArgumentParser, help: str, top: bool = False) -> None:
     )
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p = add_subparser(
         subparsers,
         "results",

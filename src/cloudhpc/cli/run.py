@@ -12,27 +12,29 @@ job modules, so that building this parser stays fast.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
-from ..apps.registry import load_app, run_apps
-from ..engines import ENGINES
-from ..engines.registry import check_available
+from ..apps.registry import BUILTIN, load_app, run_apps
+from ..engines.registry import ENGINES, check_available
 from ..errors import CloudhpcError
 from .common import add_launch_options, execute, job_from_args, record_footer
-from .parser import add_subparser
+from .parser import add_subparser, requested
 from .ui import err, out
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
+    # `run kmeans ...` builds kmeans' parser only (and does not look for plugins at all)
+    wanted = requested(argv, list(BUILTIN))
+    apps = [wanted] if wanted else run_apps()
     p = add_subparser(
         subparsers,
         "run",
-        f"run an application ({', '.join(run_apps())})",
+        f"run an application ({', '.join(apps)})",
         "Run a seed application on the mpi, serial or ray engine, timed in phases, with its "
         "answer checked against an independent reference on --check.",
     )
     sub = p.add_subparsers(dest="app", metavar="APP", required=True)
-    for name in run_apps():
+    for name in apps:
         try:
             module = load_app(name)
         except CloudhpcError as e:  # a broken plugin: say so, keep the other apps

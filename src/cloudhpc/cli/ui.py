@@ -4,18 +4,40 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from typing import Any
-
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from ..launch.runner import Monitor
 
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.progress import Progress
+    from rich.table import Table
+
+
+class _LazyConsole:
+    """A rich Console made on first use: importing rich is 25 ms of every command's start-up, and
+    a `--json` run with its output piped prints nothing through it."""
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._console: Console | None = None
+
+    @property
+    def rich(self) -> Console:
+        """The Console itself, for rich objects that take one (Progress(console=...))."""
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(**self._options)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.rich, name)
+
+
 # Piped or redirected output is read by scripts and tests: never truncate a table to 80 columns.
-out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 240)
-err = Console(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 240)
+out = _LazyConsole(soft_wrap=True, width=None if sys.stdout.isatty() else 240)
+err = _LazyConsole(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 240)
 
 
 class ProgressMonitor(Monitor):
@@ -28,14 +50,24 @@ class ProgressMonitor(Monitor):
         self._task = None
 
     def progress(self, done: int, total: int, label: str) -> None:
+        if not sys.stderr.isatty():  # a transient bar shows nothing off a terminal
+            return
         if self._progress is None:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
             self._progress = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
                 TextColumn("{task.fields[label]}"),
-                console=err,
+                console=err.rich,
                 transient=True,
             )
             self._progress.start()
@@ -65,6 +97,9 @@ def fmt(value: Any) -> str:
 
 
 def table(title: str, rows: Sequence[dict], columns: Sequence[str] | None = None) -> Table:
+    from rich.markup import escape
+    from rich.table import Table
+
     columns = list(columns or (rows[0].keys() if rows else []))
     t = Table(title=title, title_justify="left")
     for c in columns:

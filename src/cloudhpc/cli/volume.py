@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 
 from .parser import add_subparser
 from .ui import err, out, print_table, table
@@ -41,7 +42,7 @@ examples:
 """
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p = add_subparser(subparsers, "volume", "data volumes on a cluster's hosts", DESCRIPTION)
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     c = add_subparser(sub, "create", "copy files onto the hosts and write the manifest")
@@ -130,7 +131,12 @@ def handle(args: argparse.Namespace) -> int:
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeElapsedColumn
 
         with Progress(
-            "copy", BarColumn(), DownloadColumn(), TimeElapsedColumn(), console=err, transient=True
+            "copy",
+            BarColumn(),
+            DownloadColumn(),
+            TimeElapsedColumn(),
+            console=err.rich,
+            transient=True,
         ) as bar:
             task = bar.add_task("copy", total=None)
             m = volumes.create(

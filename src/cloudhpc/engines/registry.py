@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import CloudhpcError
-from .base import Engine
+
+if TYPE_CHECKING:  # base imports numpy; the CLI reads ENGINES without it
+    from .base import Engine
 
 # Strings, so that choosing the serial engine never imports mpi4py (nor ray).
 ENGINES: dict[str, str] = {

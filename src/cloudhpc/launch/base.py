@@ -76,7 +76,10 @@ def register_launcher(launcher: Launcher) -> None:
 
 
 def get_launcher(name: str) -> Launcher:
-    return LAUNCHERS.lookup(name)
+    item = LAUNCHERS.lookup(name)
+    if isinstance(item, type):  # registered as "module:Class": made once, on first use
+        item = LAUNCHERS[name] = item()
+    return item
 
 
 def choose_launcher(has_hosts: bool, engine: str) -> str:
