@@ -44,6 +44,13 @@ from .driver import DriverEngine, Ref, static_block
 _UFUNCS = {"sum": np.add, "prod": np.multiply, "min": np.minimum, "max": np.maximum}
 MAX_REPLACEMENTS = 3  # per partition and job: a worker that keeps dying is not a lost machine
 _WINDOW = 64  # calls per worker watched at once (the oldest; an actor runs them in order)
+# Arguments up to this size travel inside the call (Ray inlines them in the task); larger ones go
+# to the object store once (ray.put) and every worker reads the same copy. A put is a round trip
+# of its own: k-means' centers paid one every iteration.
+_INLINE_BYTES = 64 * 1024
+# Reductions over at most this many partials run on the driver: with two, the tree is a single
+# combine whose inputs cross the object store anyway, and fetching both saves a call and a wait.
+_DRIVER_REDUCE_PARTS = 2
 
 
 @ray.remote(max_restarts=0)  # the engine replaces lost workers itself, and counts them
@@ -331,6 +338,15 @@ class RayEngine(DriverEngine):
         while pending:
             watch = {_status(refs): k for k, (_, refs) in pending.items()}
             ready, _ = ray.wait(list(watch), num_returns=len(watch), fetch_local=False)
+            try:  # one round trip for every finished call; a lost worker: one by one below
+                ray.get(ready)
+            except (RayActorError, RayTaskError):
+                pass
+            else:
+                for ref in ready:
+                    k = watch[ref]
+                    done[k] = pending.pop(k)[1]
+                continue
             for ref in ready:
                 k = watch[ref]
                 gen, refs = pending.pop(k)
@@ -428,7 +444,7 @@ class RayEngine(DriverEngine):
         if returns < 1:
             raise ValueError("returns must be >= 1")
         fn_no = self._ship(fn)
-        shared = tuple(a if isinstance(a, ray.ObjectRef) else ray.put(a) for a in args)
+        shared = tuple(_shareable(a) for a in args)
 
         def submit(p: int) -> list[Any]:
             extra = tuple(part_args[p]) if part_args is not None else ()
@@ -442,6 +458,12 @@ class RayEngine(DriverEngine):
         level, owners = list(refs), list(range(len(refs)))
         if not level:
             raise ValueError("nothing to reduce")
+        if len(level) <= _DRIVER_REDUCE_PARTS:  # the same pairing as the tree: same rounding
+            arrays = self.fetch(level)
+            out = arrays[0]
+            for a in arrays[1:]:
+                out = _UFUNCS[op](out, a)
+            return np.asarray(out)
         while len(level) > 1:
             # a fixed tree: the pair (j, j + 1) is combined by the worker that made j
             lefts = list(range(0, len(level) - 1, 2))
@@ -459,6 +481,17 @@ class RayEngine(DriverEngine):
 
     def fetch(self, refs: Sequence[Ref]) -> list[Any]:
         return list(self._get(list(refs)))
+
+
+def _shareable(arg: Any) -> Any:
+    """A call argument as sent to every worker: small values inline, large ones put once."""
+    if isinstance(arg, ray.ObjectRef):
+        return arg
+    if isinstance(arg, np.ndarray) and arg.nbytes <= _INLINE_BYTES:
+        return arg
+    if isinstance(arg, (int, float, bool, str, type(None))):
+        return arg
+    return ray.put(arg)
 
 
 def _status(refs: Any) -> Any:
