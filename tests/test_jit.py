@@ -96,3 +96,49 @@ def test_record_times_the_job_import_outside_total(results):
     )
     phases = record["timings"]["phases"]
     assert phases["job_import"] > 0 and phases["jit"] > 0
+
+
+CALLER = """
+from cloudhpc.jit import kernel
+
+import callee
+
+
+@kernel
+def twice_plus_one(x):
+    return callee.scale(x) + 1
+"""
+
+CALLEE = """
+from cloudhpc.jit import kernel
+
+
+@kernel
+def scale(x):
+    return x * {factor}
+"""
+
+USE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import caller
+from cloudhpc.jit import load
+
+loaded = load(caller)
+print(json.dumps({"loaded": loaded, "value": caller.twice_plus_one(5)}))
+"""
+
+
+def test_a_changed_callee_in_another_file_invalidates_the_callers_cache(tmp_path):
+    """numba inlines `callee.scale` into the caller's cached code and keys that cache by the
+    caller's own file only: cloudhpc.jit adds the callee's file, so an edit is seen."""
+    (tmp_path / "caller.py").write_text(textwrap.dedent(CALLER))
+    (tmp_path / "callee.py").write_text(textwrap.dedent(CALLEE).format(factor=2))
+    (tmp_path / "script.py").write_text(textwrap.dedent(USE))
+    assert _run(tmp_path, 1) == {"loaded": 0, "value": 11}  # compiled, cached
+    assert _run(tmp_path, 1) == {"loaded": 1, "value": 11}  # from the cache
+    (tmp_path / "callee.py").write_text(textwrap.dedent(CALLEE).format(factor=3))
+    st = os.stat(tmp_path / "callee.py")
+    os.utime(tmp_path / "callee.py", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    assert _run(tmp_path, 1) == {"loaded": 0, "value": 16}  # recompiled, not the stale 11
+    assert _run(tmp_path, 1) == {"loaded": 1, "value": 16}

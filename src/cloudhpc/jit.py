@@ -62,10 +62,77 @@ def kernel(fn: Callable | None = None, *, parallel: bool = False, **options: Any
 
         if parallel and threads() > 1:
             f = _renamed(f, f.__qualname__ + PARALLEL_SUFFIX)
-            return njit(cache=True, parallel=True, **options)(f)
-        return njit(cache=True, **options)(f)
+            return track_callees(njit(cache=True, parallel=True, **options)(f))
+        return track_callees(njit(cache=True, **options)(f))
 
     return wrap(fn) if fn is not None else wrap
+
+
+def track_callees(dispatcher: Any) -> Any:
+    """Make numba's cache of `dispatcher` notice changes to the kernels it calls in other files.
+
+    numba keys a cached kernel by its own file's time stamp and its own bytecode; a kernel it
+    calls from another module is compiled into its machine code, so after that module changes
+    the cache still serves the old code (NPB's EP ran 4x slow on a stale generator). The time
+    stamps and sizes of those modules' files join the cache's index key, found by following the
+    names the kernel's code uses (module.function or an imported kernel), transitively. Returns
+    the dispatcher; a dispatcher without a cache (or a numba without these internals) is left
+    as it is."""
+    cache = getattr(dispatcher, "_cache", None)
+    own = getattr(cache, "_index_key", None)
+    if own is None or getattr(own, "_cloudhpc_tracks", False):
+        return dispatcher
+
+    def index_key(sig: Any, codegen: Any) -> tuple:
+        return (*own(sig, codegen), _callee_stamps(dispatcher.py_func))
+
+    index_key._cloudhpc_tracks = True  # type: ignore[attr-defined]
+    cache._index_key = index_key
+    return dispatcher
+
+
+def _callee_stamps(f: Callable) -> tuple:
+    """(file, mtime_ns, size) of every other source file whose kernels `f` calls, sorted."""
+    from numba.core.dispatcher import Dispatcher
+
+    home = f.__code__.co_filename
+    seen: set[int] = set()
+    files: set[str] = set()
+    todo = [f]
+    while todo:
+        fn = todo.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        scope = getattr(fn, "__globals__", {})
+        for name in _names(fn.__code__):
+            value = scope.get(name)
+            if isinstance(value, types.ModuleType):  # module.kernel(...)
+                for attr in _names(fn.__code__):
+                    target = vars(value).get(attr)  # no lazy submodule imports
+                    if isinstance(target, Dispatcher):
+                        todo.append(target.py_func)
+                        files.add(target.py_func.__code__.co_filename)
+            elif isinstance(value, Dispatcher):
+                todo.append(value.py_func)
+                files.add(value.py_func.__code__.co_filename)
+    stamps = []
+    for path in sorted(files - {home}):
+        try:
+            st = os.stat(path)
+        except OSError:
+            continue
+        stamps.append((path, st.st_mtime_ns, st.st_size))
+    return tuple(stamps)
+
+
+def _names(code: types.CodeType) -> set[str]:
+    """The global and attribute names a code object and its nested code objects use."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
 
 
 def _renamed(f: Callable, qualname: str) -> Callable:
@@ -102,6 +169,7 @@ def load(*kernels: Any) -> int:
             if id(dispatcher) in _READ:
                 continue
             _READ.add(id(dispatcher))  # dispatchers live as long as their module
+            track_callees(dispatcher)
             try:
                 loaded += _load_cached(dispatcher, rtsys)
             except Exception:  # numba internals changed, or a damaged cache: numba's own way

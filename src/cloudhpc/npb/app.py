@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import CloudhpcError
+from ..jit import load_packages  # numba: imported with the job (job_import), not timed
 from . import load
 from .common import available_memory, check_class, gib, peak_rss_max, report_text
 
@@ -47,7 +48,9 @@ def check_memory(comm: Any, kernel: Any, cls: str) -> int:
 
 
 def main(ctx: Any) -> dict:
-    kernel = load(ctx.params.get("kernel", ""))
+    with ctx.phase("jit"):  # the kernel's module and its cached machine code
+        kernel = load(ctx.params.get("kernel", ""))
+        load_packages("cloudhpc.npb")
     cls = check_class(kernel.KERNEL, ctx.params.get("class", "S"), kernel.CLASSES)
     corrupt = bool(ctx.params.get("corrupt", False))
     check_procs(kernel, ctx.size)
