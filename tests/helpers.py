@@ -42,3 +42,21 @@ def assert_one_line_error(r: subprocess.CompletedProcess, *needles: str) -> None
     assert "Traceback" not in r.stderr
     for n in needles:
         assert n in lines[0], lines[0]
+
+
+def hydra_topology_files() -> set[str]:
+    """The node-topology files Hydra's proxies write to /tmp (and remove when they exit)."""
+    import glob
+
+    return set(glob.glob("/tmp/hydra_hwloc_xmlfile_*"))
+
+
+def assert_no_new_topology_file(before: set[str], wait_s: float = 10) -> None:
+    """No Hydra topology file beyond `before` is left (a concurrent MPI job elsewhere may still
+    hold its own for a while: wait for it to end)."""
+    import time
+
+    deadline = time.monotonic() + wait_s
+    while (left := hydra_topology_files() - before) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not left

@@ -1,7 +1,12 @@
 """Bad input gets one clear line and a non-zero exit; failed runs leave no record."""
 
 import pytest
-from helpers import assert_one_line_error, run_cli
+from helpers import (
+    assert_no_new_topology_file,
+    assert_one_line_error,
+    hydra_topology_files,
+    run_cli,
+)
 
 from cloudhpc.errors import CloudhpcError, RunFailed
 from cloudhpc.job import Job, Layout
@@ -110,24 +115,13 @@ def test_crashing_rank_fails_the_run_promptly_with_its_stderr(mode, why, capsys)
         assert "[rank 1] Traceback" in shown and "crash on purpose" in shown
 
 
-def _hydra_topology_files() -> set[str]:
-    import glob
-
-    return set(glob.glob("/tmp/hydra_hwloc_xmlfile_*"))
-
-
 @pytest.mark.parametrize("mode", ["raise", "usage"])
 def test_failed_run_leaves_no_hydra_topology_file(mode):
     """Hydra's proxy writes the node topology to /tmp for the ranks and removes it when it exits;
     MPI_Abort had it killed first, so every failed run left one such file behind."""
-    import time
-
-    before = _hydra_topology_files()
+    before = hydra_topology_files()
     _selftest(mode)
-    deadline = time.monotonic() + 10  # (a concurrent job elsewhere may still hold its own)
-    while (left := _hydra_topology_files() - before) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not left
+    assert_no_new_topology_file(before)
 
 
 def test_timeout_ends_a_hung_run():

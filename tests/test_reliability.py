@@ -20,7 +20,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import ROOT, assert_one_line_error, run_cli
+from helpers import (
+    ROOT,
+    assert_no_new_topology_file,
+    assert_one_line_error,
+    hydra_topology_files,
+    run_cli,
+)
 
 from cloudhpc.procs import descendants, tagged
 
@@ -154,6 +160,7 @@ def tmpdir_(tmp_path) -> Path:
 
 
 def test_sigterm_ends_an_npb_job_and_its_ranks(start, tmp_path, tmpdir_, results):
+    topology = hydra_topology_files()
     job = start("npb", "ep", "--class", "B", "-n", "2", "--results", str(results), tmpdir=tmpdir_)
     job.wait_for("-m cloudhpc.worker", 2)
     code, err, before = job.stop(signal.SIGTERM)
@@ -163,6 +170,7 @@ def test_sigterm_ends_an_npb_job_and_its_ranks(start, tmp_path, tmpdir_, results
     job.assert_no_process_left(before)
     assert list(tmpdir_.glob("cloudhpc-run-*")) == []
     assert not results.exists() or list(results.iterdir()) == []
+    assert_no_new_topology_file(topology)  # the killed proxy's file is removed for it
 
 
 def test_sigterm_ends_files_items_and_their_children(start, tmp_path, tmpdir_, results):
@@ -260,6 +268,7 @@ RAISING_PROGRAM = textwrap.dedent(
 def test_a_raising_python_rank_aborts_the_profiled_job(start, tmp_path, tmpdir_, results):
     prog = tmp_path / "raises.py"
     prog.write_text(RAISING_PROGRAM)
+    topology = hydra_topology_files()
     job = start("profile", "-n", "2", "--results", str(results), "--", str(prog), tmpdir=tmpdir_)
     _, err = job.proc.communicate(timeout=60)  # on a hang: TimeoutExpired, and the fixture cleans
     assert job.proc.returncode == 1, err
@@ -269,6 +278,7 @@ def test_a_raising_python_rank_aborts_the_profiled_job(start, tmp_path, tmpdir_,
     assert last.startswith("cloudhpc: error: the program failed (rank 1: RuntimeError: rank one")
     (rec,) = results.glob("*.json")
     assert json.loads(rec.read_text())["status"] == "failed"
+    assert_no_new_topology_file(topology)  # MPI_Abort killed its proxy before it removed it
 
 
 # ---- 4. the results store survives its own directory ----------------------------------------

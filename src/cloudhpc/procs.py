@@ -73,6 +73,32 @@ def descendants(root: int, table: dict[int, int] | None = None) -> set[int]:
     return found
 
 
+def all_pids() -> set[int]:
+    """Every process id in the table (empty without /proc)."""
+    try:
+        return {int(name) for name in os.listdir(PROC) if name.isdigit()}
+    except OSError:
+        return set()
+
+
+def open_files(pids: Iterable[int], prefix: str) -> set[str]:
+    """The paths starting with `prefix` that the processes `pids` hold open."""
+    found = set()
+    for pid in pids:
+        try:
+            fds = os.listdir(f"{PROC}/{pid}/fd")
+        except OSError:  # gone, or another user's process
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"{PROC}/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if target.startswith(prefix):
+                found.add(target)
+    return found
+
+
 def tagged(token: str) -> set[int]:
     """Processes whose environment holds the exact entry `token` ("NAME=value")."""
     want = token.encode()

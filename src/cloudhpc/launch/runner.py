@@ -7,6 +7,7 @@ stderr is collected and shown only when a rank crashed (or printed warnings on a
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import subprocess
@@ -23,7 +24,7 @@ from ..context import CONTROL_DIR_VAR, CONTROL_PREFIX, remove_temporaries
 from ..envs import get_environment
 from ..errors import CloudhpcError, RunFailed
 from ..job import Job
-from ..procs import descendants, die_with_parent, end_tagged, kill_group
+from ..procs import all_pids, descendants, die_with_parent, end_tagged, kill_group, open_files
 from .base import get_launcher
 from .plan import LaunchPlan
 
@@ -119,6 +120,7 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
     # Every process of the run inherits this entry, however deep: procs.end_tagged finds them by it.
     token = f"{CONTROL_DIR_VAR}={control_dir}"
     t0 = time.perf_counter()
+    topology = HydraTopology()
     try:
         proc = subprocess.Popen(
             plan.argv,
@@ -148,7 +150,7 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
 
         def expire() -> None:
             timed_out.set()
-            end_job(proc, token)
+            end_job(proc, token, topology)
 
         if timeout:
             timer = threading.Timer(timeout, expire)
@@ -162,9 +164,10 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
                 monitor.output(line)
         proc.wait()
         end_tagged(token)  # whatever the ranks left running (a program's background children)
+        topology.remove()  # left by a proxy that MPI_Abort killed
         reader.join()
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP (signals.py), or a failure in this process
-        end_job(proc, token)
+        end_job(proc, token, topology)
         proc.wait()
         raise
     finally:
@@ -202,13 +205,49 @@ def _dispatch(msg: dict[str, Any], outcome: Outcome, monitor: Monitor) -> None:
         outcome.error = msg
 
 
-def end_job(proc: subprocess.Popen, token: str) -> None:
+def end_job(proc: subprocess.Popen, token: str, topology: HydraTopology | None = None) -> None:
     """Kill the launcher and every process of its job: its process tree (walked before the
     launcher dies, when its children are re-parented), its session's group, and everything that
-    carries the run's token in its environment (procs.py). Returns without reaping `proc`."""
+    carries the run's token in its environment (procs.py); then remove the Hydra topology files
+    the job held open. Returns without reaping `proc`."""
     tree = descendants(proc.pid)
+    if topology is not None:
+        topology.scan(tree | {proc.pid})
     kill_group(proc.pid)
     end_tagged(token, extra=tree)
+    if topology is not None:
+        topology.remove()
+
+
+class HydraTopology:
+    """The files Hydra's proxies write the node's hwloc topology to for the ranks
+    (/tmp/hydra_hwloc_xmlfile_*). A proxy removes its file when it exits, but one killed (by
+    MPI_Abort, or with a job cloudhpc ends) cannot. remove() deletes, when the job is over, the
+    files that appeared since it started and that no process holds open any more (a live
+    proxy of another job holds its own), and those the job held when cloudhpc killed it."""
+
+    PREFIX = "/tmp/hydra_hwloc_xmlfile_"
+
+    def __init__(self) -> None:
+        self._before = self._present()
+        self.paths: set[str] = set()
+
+    def _present(self) -> set[str]:
+        return set(glob.glob(self.PREFIX + "*"))
+
+    def scan(self, pids: set[int]) -> None:
+        """Note the files `pids` hold (before they are killed, when their fds still say)."""
+        self.paths |= open_files(pids, self.PREFIX)
+
+    def remove(self) -> None:
+        new = self._present() - self._before - self.paths
+        if new:  # normally none: every proxy removed its own
+            new -= open_files(all_pids(), self.PREFIX)
+        for path in self.paths | new:
+            try:
+                os.unlink(path)
+            except OSError:  # removed by its proxy after all
+                pass
 
 
 def raise_for_failure(outcome: Outcome) -> None:
