@@ -505,3 +505,27 @@ def test_atomic_writer_modes_and_fallbacks(tmp_path, monkeypatch):
     finally:
         os.umask(old)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json", "y.txt"]  # nothing hidden
+
+
+def test_the_next_run_sweeps_what_a_sigkilled_run_left(tmp_path):
+    """SIGKILL runs no handler: the run's control directory and the temporaries its ranks
+    registered stay, until the next run finds their cloudhpc process gone."""
+    from cloudhpc.context import TEMPORARIES
+    from cloudhpc.launch.runner import OWNER, sweep_orphaned_runs
+    from cloudhpc.procs import start_time
+
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_owner = f"{dead.pid} {start_time(dead.pid)}"
+    dead.wait()
+    orphan, alive = tmp_path / "cloudhpc-run-orphan", tmp_path / "cloudhpc-run-alive"
+    spill = tmp_path / "spill.tmp"
+    spill.write_text("half a file")
+    for d, owner in ((orphan, dead_owner), (alive, f"{os.getpid()} {start_time(os.getpid())}")):
+        d.mkdir()
+        (d / OWNER).write_text(owner)
+        (d / TEMPORARIES).write_text(f"{spill}\n" if d is orphan else "")
+    unowned = tmp_path / "cloudhpc-run-unowned"  # being made, or not ours: left alone
+    unowned.mkdir()
+    assert sweep_orphaned_runs(str(tmp_path)) == [str(orphan)]
+    assert not orphan.exists() and not spill.exists()
+    assert alive.exists() and unowned.exists()

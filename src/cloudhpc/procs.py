@@ -73,6 +73,16 @@ def descendants(root: int, table: dict[int, int] | None = None) -> set[int]:
     return found
 
 
+def start_time(pid: int) -> str | None:
+    """When `pid` started (clock ticks since boot, /proc/PID/stat field 22): with the pid, it
+    names one process even after the pid is reused. None if there is no such process."""
+    stat = _read(f"{PROC}/{pid}/stat")
+    if not stat:
+        return None
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    return fields[19].decode() if len(fields) > 19 else None
+
+
 def all_pids() -> set[int]:
     """Every process id in the table (empty without /proc)."""
     try:

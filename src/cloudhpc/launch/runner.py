@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -24,7 +25,15 @@ from ..context import CONTROL_DIR_VAR, CONTROL_PREFIX, remove_temporaries
 from ..envs import get_environment
 from ..errors import CloudhpcError, RunFailed
 from ..job import Job
-from ..procs import all_pids, descendants, die_with_parent, end_tagged, kill_group, open_files
+from ..procs import (
+    all_pids,
+    descendants,
+    die_with_parent,
+    end_tagged,
+    kill_group,
+    open_files,
+    start_time,
+)
 from .base import get_launcher
 from .plan import LaunchPlan
 
@@ -85,11 +94,48 @@ def _filter_noise(text: str) -> str:
     return "\n".join(keep)
 
 
+CONTROL_PREFIX_DIR = "cloudhpc-run-"  # a run's control directory, in the temporary directory
+OWNER = "owner"  # in it: "PID START_TIME" of the cloudhpc process that made it
+
+
+def _write_owner(control_dir: str) -> None:
+    with open(os.path.join(control_dir, OWNER), "w") as fh:
+        fh.write(f"{os.getpid()} {start_time(os.getpid())}")
+
+
+def sweep_orphaned_runs(tmpdir: str | None = None) -> list[str]:
+    """Remove the control directories (and the temporaries their ranks registered) of runs
+    whose cloudhpc process is gone: only a SIGKILL leaves one, as no handler runs. Returns the
+    directories removed."""
+    tmpdir = tmpdir or tempfile.gettempdir()
+    removed = []
+    try:
+        entries = list(os.scandir(tmpdir))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(CONTROL_PREFIX_DIR) or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            with open(os.path.join(entry.path, OWNER)) as fh:
+                pid, started = fh.read().split()
+        except (OSError, ValueError):  # not ours, or being made right now
+            continue
+        if start_time(int(pid)) == started:  # its cloudhpc is still running
+            continue
+        remove_temporaries(entry.path)
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(entry.path)
+    return removed
+
+
 def run_plan(
     plan: LaunchPlan, monitor: Monitor | None = None, timeout: float | None = None
 ) -> Outcome:
     """Run the plan to completion; never raises for a failed run (see Outcome)."""
-    with tempfile.TemporaryDirectory(prefix="cloudhpc-run-") as control_dir:
+    sweep_orphaned_runs()
+    with tempfile.TemporaryDirectory(prefix=CONTROL_PREFIX_DIR) as control_dir:
+        _write_owner(control_dir)
         try:
             outcome = _run(plan, monitor or Monitor(), timeout, control_dir)
         finally:  # also after Ctrl-C, SIGTERM, SIGHUP: the ranks are gone, their temporaries go
