@@ -529,3 +529,22 @@ def test_the_next_run_sweeps_what_a_sigkilled_run_left(tmp_path):
     assert sweep_orphaned_runs(str(tmp_path)) == [str(orphan)]
     assert not orphan.exists() and not spill.exists()
     assert alive.exists() and unowned.exists()
+
+
+def test_a_sigkilled_runs_leftovers_go_with_the_next_run(start, tmpdir_, results):
+    """SIGKILL of cloudhpc: mpiexec and the ranks end (parent-death signal), the control
+    directory and the Hydra topology file stay; the next run removes both."""
+    topology = hydra_topology_files()
+    job = start("npb", "ep", "--class", "B", "-n", "2", "--results", str(results), tmpdir=tmpdir_)
+    before = job.wait_for("-m cloudhpc.worker", 2)
+    code, _, _ = job.stop(signal.SIGKILL, settle=4.0)  # the topology file is registered by then
+    assert code == -signal.SIGKILL
+    job.assert_no_process_left(before)
+    assert len(list(tmpdir_.glob("cloudhpc-run-*"))) == 1
+    env = dict(os.environ, TMPDIR=str(tmpdir_))
+    r = run_cli(
+        "run", "wave", "--points", "100", "--steps", "2", "--results", str(results), env=env
+    )
+    assert r.returncode == 0, r.stderr
+    assert list(tmpdir_.glob("cloudhpc-run-*")) == []
+    assert_no_new_topology_file(topology)

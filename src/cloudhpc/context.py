@@ -99,9 +99,10 @@ class RunContext:
         sys.stdout.flush()
 
 
-def register_temporary(path: str) -> None:
-    """See RunContext.temporary (no-op outside a run started by cloudhpc)."""
-    control_dir = os.environ.get(CONTROL_DIR_VAR)
+def register_temporary(path: str, control_dir: str | None = None) -> None:
+    """See RunContext.temporary (no-op outside a run started by cloudhpc); `control_dir`: the
+    run's, when the caller is cloudhpc itself rather than a rank."""
+    control_dir = control_dir or os.environ.get(CONTROL_DIR_VAR)
     if not control_dir:
         return
     with open(os.path.join(control_dir, TEMPORARIES), "a") as fh:

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from ..context import CONTROL_DIR_VAR, CONTROL_PREFIX, remove_temporaries
+from ..context import CONTROL_DIR_VAR, CONTROL_PREFIX, register_temporary, remove_temporaries
 from ..envs import get_environment
 from ..errors import CloudhpcError, RunFailed
 from ..job import Job
@@ -184,6 +184,7 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
     except PermissionError:
         raise CloudhpcError(f"cannot start {plan.argv[0]!r}: not executable") from None
 
+    topology.register(proc, control_dir)
     timer = None
     timed_out = threading.Event()
     try:  # from here on, any way out of this function ends the job first
@@ -273,6 +274,7 @@ class HydraTopology:
     proxy of another job holds its own), and those the job held when cloudhpc killed it."""
 
     PREFIX = "/tmp/hydra_hwloc_xmlfile_"
+    REGISTER_AFTER_S = (0.5, 1.5, 3.0)  # pauses between looks (proxies start with the job)
 
     def __init__(self) -> None:
         self._before = self._present()
@@ -284,6 +286,22 @@ class HydraTopology:
     def scan(self, pids: set[int]) -> None:
         """Note the files `pids` hold (before they are killed, when their fds still say)."""
         self.paths |= open_files(pids, self.PREFIX)
+
+    def register(self, proc: subprocess.Popen, control_dir: str) -> None:
+        """Register the job's files as the run's temporaries, looking a few times while the job
+        starts: if cloudhpc is SIGKILLed, the next run's sweep removes them with the rest."""
+
+        def watch() -> None:
+            noted: set[str] = set()
+            for delay in self.REGISTER_AFTER_S:
+                time.sleep(delay)
+                if proc.poll() is not None:
+                    return
+                for path in open_files(descendants(proc.pid) | {proc.pid}, self.PREFIX) - noted:
+                    register_temporary(path, control_dir)
+                    noted.add(path)
+
+        threading.Thread(target=watch, daemon=True).start()
 
     def remove(self) -> None:
         new = self._present() - self._before - self.paths
