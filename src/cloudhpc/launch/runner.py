@@ -94,7 +94,7 @@ def _filter_noise(text: str) -> str:
     return "\n".join(keep)
 
 
-CONTROL_PREFIX_DIR = "cloudhpc-run-"  # a run's control directory, in the temporary directory
+CONTROL_DIR_PREFIX = "cloudhpc-run-"  # a run's control directory, in the temporary directory
 OWNER = "owner"  # in it: "PID START_TIME" of the cloudhpc process that made it
 
 
@@ -114,7 +114,7 @@ def sweep_orphaned_runs(tmpdir: str | None = None) -> list[str]:
     except OSError:
         return removed
     for entry in entries:
-        if not entry.name.startswith(CONTROL_PREFIX_DIR) or not entry.is_dir(follow_symlinks=False):
+        if not entry.name.startswith(CONTROL_DIR_PREFIX) or not entry.is_dir(follow_symlinks=False):
             continue
         try:
             with open(os.path.join(entry.path, OWNER)) as fh:
@@ -134,7 +134,7 @@ def run_plan(
 ) -> Outcome:
     """Run the plan to completion; never raises for a failed run (see Outcome)."""
     sweep_orphaned_runs()
-    with tempfile.TemporaryDirectory(prefix=CONTROL_PREFIX_DIR) as control_dir:
+    with tempfile.TemporaryDirectory(prefix=CONTROL_DIR_PREFIX) as control_dir:
         _write_owner(control_dir)
         try:
             outcome = _run(plan, monitor or Monitor(), timeout, control_dir)
