@@ -105,17 +105,18 @@ def _callee_stamps(f: Callable) -> tuple:
             continue
         seen.add(id(fn))
         scope = getattr(fn, "__globals__", {})
-        for name in _names(fn.__code__):
+        names = _names(fn.__code__)
+        called = []
+        for name in names:
             value = scope.get(name)
             if isinstance(value, types.ModuleType):  # module.kernel(...)
-                for attr in _names(fn.__code__):
-                    target = vars(value).get(attr)  # no lazy submodule imports
-                    if isinstance(target, Dispatcher):
-                        todo.append(target.py_func)
-                        files.add(target.py_func.__code__.co_filename)
-            elif isinstance(value, Dispatcher):
-                todo.append(value.py_func)
-                files.add(value.py_func.__code__.co_filename)
+                called += [vars(value).get(attr) for attr in names]  # no lazy submodule imports
+            else:
+                called.append(value)
+        for target in called:
+            if isinstance(target, Dispatcher):
+                todo.append(target.py_func)
+                files.add(target.py_func.__code__.co_filename)
     stamps = []
     for path in sorted(files - {home}):
         try:

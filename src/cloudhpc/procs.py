@@ -41,20 +41,18 @@ def _read(path: str) -> bytes | None:
 def parent_pids() -> dict[int, int]:
     """pid -> parent pid for every process in the table (empty without /proc)."""
     table = {}
-    try:
-        entries = os.listdir(PROC)
-    except OSError:
-        return table
-    for name in entries:
-        if not name.isdigit():
-            continue
-        stat = _read(f"{PROC}/{name}/stat")
-        if stat:
-            # "pid (comm) state ppid ...": comm may hold spaces and parentheses
-            fields = stat[stat.rfind(b")") + 2 :].split()
-            if len(fields) > 1:
-                table[int(name)] = int(fields[1])
+    for pid in all_pids():
+        fields = _stat_fields(pid)
+        if len(fields) > 1:
+            table[pid] = int(fields[1])
     return table
+
+
+def _stat_fields(pid: int) -> list[bytes]:
+    """/proc/PID/stat after "pid (comm) " (comm may hold spaces and parentheses): field 3 on,
+    so index i is field i + 3; empty if there is no such process."""
+    stat = _read(f"{PROC}/{pid}/stat")
+    return stat[stat.rfind(b")") + 2 :].split() if stat else []
 
 
 def descendants(root: int, table: dict[int, int] | None = None) -> set[int]:
@@ -76,10 +74,7 @@ def descendants(root: int, table: dict[int, int] | None = None) -> set[int]:
 def start_time(pid: int) -> str | None:
     """When `pid` started (clock ticks since boot, /proc/PID/stat field 22): with the pid, it
     names one process even after the pid is reused. None if there is no such process."""
-    stat = _read(f"{PROC}/{pid}/stat")
-    if not stat:
-        return None
-    fields = stat[stat.rfind(b")") + 2 :].split()
+    fields = _stat_fields(pid)
     return fields[19].decode() if len(fields) > 19 else None
 
 
@@ -112,18 +107,11 @@ def open_files(pids: Iterable[int], prefix: str) -> set[str]:
 def tagged(token: str) -> set[int]:
     """Processes whose environment holds the exact entry `token` ("NAME=value")."""
     want = token.encode()
-    me = os.getpid()
     found = set()
-    try:
-        entries = os.listdir(PROC)
-    except OSError:
-        return found
-    for name in entries:
-        if not name.isdigit() or int(name) == me:
-            continue
-        env = _read(f"{PROC}/{name}/environ")  # empty for zombies and kernel threads
+    for pid in all_pids() - {os.getpid()}:
+        env = _read(f"{PROC}/{pid}/environ")  # empty for zombies and kernel threads
         if env and want in env.split(b"\0"):
-            found.add(int(name))
+            found.add(pid)
     return found
 
 

@@ -7,15 +7,16 @@ cluster launcher alone brings in the emulated cluster's modules, 30 ms of the co
 from .base import LAUNCHERS, Launcher, choose_launcher, get_launcher, register_launcher
 from .plan import LaunchPlan
 
-for _name, _target in (
-    ("local", "cloudhpc.launch.local:LocalLauncher"),
-    ("hosts", "cloudhpc.launch.hosts:HostsLauncher"),
-    ("cluster", "cloudhpc.launch.cluster:ClusterLauncher"),
-    ("slurm", "cloudhpc.launch.slurm:SlurmLauncher"),
-    ("direct", "cloudhpc.launch.direct:DirectLauncher"),
-    ("ray", "cloudhpc.launch.ray:RayLauncher"),
-):
-    LAUNCHERS.register(_name, _target)
+LAUNCHERS.update(
+    {
+        "local": "cloudhpc.launch.local:LocalLauncher",
+        "hosts": "cloudhpc.launch.hosts:HostsLauncher",
+        "cluster": "cloudhpc.launch.cluster:ClusterLauncher",
+        "slurm": "cloudhpc.launch.slurm:SlurmLauncher",
+        "direct": "cloudhpc.launch.direct:DirectLauncher",
+        "ray": "cloudhpc.launch.ray:RayLauncher",
+    }
+)
 
 __all__ = [
     "LAUNCHERS",
