@@ -381,6 +381,69 @@ def test_sigterm_during_create_leaves_nothing(three, tmp_path):
         assert not volumes.host_root(h).exists()
 
 
+@needs_root
+def test_a_sigkilled_create_is_swept_by_the_next_volume_command(three, tmp_path):
+    """SIGKILL runs no clean-up: the hidden copies stay on every host (and the data services it
+    started) until the next volume command, which finds the creating process gone."""
+    c = three
+    big = tmp_path / "big.dat"
+    with open(big, "wb") as fh:
+        fh.truncate(1 << 30)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cloudhpc", "volume", "create", "vk", "--hosts", c.hosts_file,
+         "--layout", "stripe", "--stripe-size", "1m", str(big)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while not list(volumes.host_root(c.hosts[2]).glob(".vk.partial-*/big.dat")):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()
+        time.sleep(0.05)
+    proc.kill()
+    proc.communicate(timeout=60)
+    left = [p for h in c.hosts for p in volumes.host_root(h).glob(".vk.partial-*")]
+    assert len(left) == 3 and _dataserve_pids(c)  # on every host
+    r = run_cli("volume", "list", "--json")
+    assert r.returncode == 0 and json.loads(r.stdout) == [], r.stderr
+    for h in c.hosts:
+        assert not volumes.host_root(h).exists()  # no copies, no idle service's directory
+    assert not _dataserve_pids(c)
+
+
+def test_partial_names_and_the_sweep_on_real_machines(tmp_path, monkeypatch):
+    from cloudhpc.procs import start_time
+
+    mine = volumes.partial_name("v.1-x")
+    assert volumes._PARTIAL.fullmatch(mine)["name"] == "v.1-x"
+    assert not volumes.orphaned_partial(mine)  # this process is alive
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead_start = start_time(dead.pid)
+    dead.wait()
+    gone = f".v.partial-{dead.pid}-{dead_start}"
+    assert volumes.orphaned_partial(gone) and volumes.orphaned_partial(f".v.partial-{dead.pid}")
+    assert volumes.orphaned_partial(f".v.partial-{os.getpid()}-1")  # the pid, reused
+    assert not volumes.orphaned_partial("v") and not volumes.orphaned_partial(".v.partial-x")
+    # real machines: the note a killed create left names its hosts' hidden directories
+    monkeypatch.setenv(remote.ENV_VAR, str(tmp_path / "vols"))
+    (tmp_path / "vols").mkdir()
+    root, stage = tmp_path / "remote", tmp_path / "stage"
+    (root / gone).mkdir(parents=True)
+    (root / "kept").mkdir()
+    stage.mkdir()
+    host = {"name": "localhost", "address": "localhost", "root": str(root), "scratch": str(root)}
+    note = tmp_path / "vols" / f"{gone}.json"
+    note.write_text(json.dumps({"partial": gone, "stage": str(stage), "hosts": [host]}))
+    alive = tmp_path / "vols" / f"{mine}.json"
+    alive.write_text(json.dumps({"partial": mine, "stage": str(stage), "hosts": [host]}))
+    commands = []
+    monkeypatch.setattr(
+        remote, "ssh",
+        lambda h, cmd, **kw: commands.append(cmd) or subprocess.run(["sh", "-c", cmd]),
+    )  # fmt: skip
+    assert remote.sweep_partials() == [f"localhost:{root}/{gone}"]
+    assert sorted(os.listdir(root)) == ["kept"] and not stage.exists() and not note.exists()
+    assert alive.exists() and volumes.all_volumes() == []  # a note is not a manifest
+
+
 def test_volume_on_real_machines_over_ssh(tmp_path, results, data):
     """A hosts file of real machines: parts sent over ssh (here a stand-in that runs the command
     on this machine, host localhost), the data service started over ssh, ranks started by Hydra

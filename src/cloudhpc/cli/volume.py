@@ -23,8 +23,9 @@ Layouts (as GlusterFS's):
   stripe      the file cut into --stripe-size stripes, stripe k on the k-th host of the hosts
               file (modulo their number); each host keeps a sparse file of its stripes
 
-A failed or interrupted `create` removes what it copied. `cluster down` removes the cluster's
-volumes with it.
+A failed or interrupted `create` removes what it copied; what a SIGKILLed one left (hidden
+.NAME.partial-* directories on the hosts) is removed by the next volume command. `cluster down`
+removes the cluster's volumes with it.
 
 Real machines: a hosts file that is not a cluster's puts the volume on those machines over ssh
 (each host's part sent with tar through ssh into --remote-dir, its data service started there
@@ -122,6 +123,7 @@ def _show(m: dict) -> None:
 def handle(args: argparse.Namespace) -> int:
     from ..cluster import volumes
 
+    volumes.sweep_partials()  # what a SIGKILLed create left on the hosts
     if args.action == "create":
         stripe = (
             volumes.parse_bytes(args.stripe_size, "--stripe-size")

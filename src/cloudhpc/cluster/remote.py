@@ -10,11 +10,14 @@ same Python path as here, as Hydra assumes for its proxies), which the ranks and
 reach by the host's name. The manifest is kept on this machine, in $CLOUDHPC_VOLUMES (else
 STATE/cloudhpc/volumes, beside the clusters' state).
 
-A failed or interrupted create removes the hidden directories and any part already renamed.
+A failed or interrupted create removes the hidden directories and any part already renamed. While
+it runs, a note beside the manifests names its hosts' hidden directories, so that the next volume
+command removes them if the create was SIGKILLed (sweep_partials).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -27,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import signals
+from ..atomic import write_json
 from ..errors import CloudhpcError
 from ..job import Host
 from . import dataserve, state
@@ -144,11 +148,17 @@ def create(
     port: int = dataserve.PORT,
 ) -> dict[str, Any]:
     """Create volume `name` on real `hosts`; volumes.create hands over its layout functions."""
+    from .volumes import partial_name
+
     entries_hosts = host_entries(hosts, remote_dir)
     path = volumes_root() / f"{name}.json"
+    partial, placed = partial_name(name), []
     stage = Path(tempfile.mkdtemp(prefix=f"cloudhpc-volume-{name}-"))
-    partial, placed = f".{name}.partial-{os.getpid()}", []
+    # what a SIGKILL would leave, for the next volume command to remove (sweep_partials)
+    note = volumes_root() / f"{partial}.json"
     try:
+        note.parent.mkdir(parents=True, exist_ok=True)
+        write_json(note, {"partial": partial, "stage": str(stage), "hosts": entries_hosts})
         start_services(entries_hosts, port)
         entries = plan_chunks(entries_hosts)
         local = {h["name"]: stage / h["name"] for h in entries_hosts}
@@ -166,8 +176,6 @@ def create(
                 placed.append(h)
             manifest = manifest_of(entries_hosts, entries)
             manifest["port"] = port
-            from ..atomic import write_json
-
             path.parent.mkdir(parents=True, exist_ok=True)
             write_json(path, manifest, fsync=True, replace=False)
         return manifest
@@ -181,6 +189,33 @@ def create(
         raise
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+        note.unlink(missing_ok=True)
+
+
+def sweep_partials() -> list[str]:
+    """Remove what SIGKILLed creates on real machines left (their hosts' hidden directories,
+    named in a note beside the manifests, and the local staging directory); returns the
+    hosts' directories removed."""
+    from .volumes import orphaned_partial
+
+    removed = []
+    for note in volumes_root().glob(".*.partial-*.json"):
+        if not orphaned_partial(note.name.removesuffix(".json")):
+            continue
+        try:
+            left = json.loads(note.read_text())
+            partial, hosts = left["partial"], left["hosts"]
+        except (OSError, ValueError, KeyError, TypeError):
+            note.unlink(missing_ok=True)
+            continue
+        for h in hosts:
+            target = f"{h['root']}/{partial}"
+            ssh(h["name"], f"rm -rf {shlex.quote(target)}", check=False)
+            removed.append(f"{h['name']}:{target}")
+        stop_idle_services(hosts)
+        shutil.rmtree(left.get("stage") or "/nonexistent", ignore_errors=True)
+        note.unlink(missing_ok=True)
+    return removed
 
 
 def remove(manifest: dict[str, Any]) -> None:

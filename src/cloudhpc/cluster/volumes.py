@@ -18,7 +18,9 @@ is copied, against which every read is checked (volread.py). A volume goes with 
 
 No half volume: the copies go to a hidden directory on each host, fsync'd, and are renamed into
 place only when every file has been copied; the manifest is written last. Anything that stops
-`create` (an error, Ctrl-C, SIGTERM) removes what was copied.
+`create` (an error, Ctrl-C, SIGTERM) removes what was copied. A SIGKILLed `create` cannot: its
+hidden directories (`.NAME.partial-PID-START`, named after the creating process and its start
+time) are removed by the next volume command, which finds that process gone (sweep_partials).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import base64
 import datetime as dt
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -39,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import signals
+from .. import procs, signals
 from ..atomic import write_json
 from ..errors import CloudhpcError
 from ..job import Host
@@ -95,6 +98,48 @@ def host_root(host: ClusterHost) -> Path:
     return Path(host.scratch) / "volumes"
 
 
+# A create's hidden directory on each host: its volume, its process and that process's start time
+# (with the pid, one process even after the pid is reused).
+_PARTIAL = re.compile(r"\.(?P<name>.+)\.partial-(?P<pid>\d+)(?:-(?P<start>\d+))?")
+
+
+def partial_name(name: str) -> str:
+    """The hidden directory this process copies volume `name` into, on every host."""
+    return f".{name}.partial-{os.getpid()}-{procs.start_time(os.getpid())}"
+
+
+def orphaned_partial(dirname: str) -> bool:
+    """Whether `dirname` is a create's hidden directory whose process is gone (SIGKILLed)."""
+    m = _PARTIAL.fullmatch(dirname)
+    if m is None:
+        return False
+    started = procs.start_time(int(m["pid"]))
+    return started is None or (m["start"] is not None and started != m["start"])
+
+
+def sweep_partials() -> list[str]:
+    """Remove the hidden directories that SIGKILLed creates left on the hosts of every cluster,
+    and stop the data services they left idle; returns the directories removed."""
+    removed = []
+    for c in state.all_clusters():
+        swept_hosts = []
+        for h in c.hosts:
+            try:
+                entries = list(os.scandir(host_root(h)))
+            except OSError:
+                continue
+            for e in entries:
+                if e.is_dir(follow_symlinks=False) and orphaned_partial(e.name):
+                    shutil.rmtree(e.path, ignore_errors=True)
+                    removed.append(e.path)
+                    swept_hosts.append(h)
+        if swept_hosts:
+            stop_idle_services(swept_hosts)
+    from . import remote
+
+    return removed + remote.sweep_partials()
+
+
 def all_volumes() -> list[dict[str, Any]]:
     from .remote import volumes_root
 
@@ -102,6 +147,8 @@ def all_volumes() -> list[dict[str, Any]]:
     dirs = [volumes_dir(c) for c in state.all_clusters()] + [volumes_root()]
     for d in dirs:
         for p in sorted(d.glob("*.json")):
+            if p.name.startswith("."):  # a create's note (remote.py), not a manifest
+                continue
             try:
                 found.append(json.loads(p.read_text()))
             except (OSError, ValueError):
@@ -370,7 +417,7 @@ def create(
     free = [shutil.disk_usage(h.scratch).free for h in chosen] if distribute_by == "space" else None
     entries = _entries(sources, layout, names, stripe_size, distribute_by, free)
     total = sum(e["size"] for e in entries)
-    partial = {h.name: host_root(h) / f".{name}.partial-{os.getpid()}" for h in chosen}
+    partial = {h.name: host_root(h) / partial_name(name) for h in chosen}
     final = {h.name: host_root(h) / name for h in chosen}
     placed: list[Path] = []
     try:
