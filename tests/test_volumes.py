@@ -410,18 +410,19 @@ def test_a_sigkilled_create_is_swept_by_the_next_volume_command(three, tmp_path)
 
 
 def test_partial_names_and_the_sweep_on_real_machines(tmp_path, monkeypatch):
+    from cloudhpc.cluster.partial import PATTERN, orphaned, partial_name
     from cloudhpc.procs import start_time
 
-    mine = volumes.partial_name("v.1-x")
-    assert volumes._PARTIAL.fullmatch(mine)["name"] == "v.1-x"
-    assert not volumes.orphaned_partial(mine)  # this process is alive
+    mine = partial_name("v.1-x")
+    assert PATTERN.fullmatch(mine)["name"] == "v.1-x"
+    assert not orphaned(mine)  # this process is alive
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead_start = start_time(dead.pid)
     dead.wait()
     gone = f".v.partial-{dead.pid}-{dead_start}"
-    assert volumes.orphaned_partial(gone) and volumes.orphaned_partial(f".v.partial-{dead.pid}")
-    assert volumes.orphaned_partial(f".v.partial-{os.getpid()}-1")  # the pid, reused
-    assert not volumes.orphaned_partial("v") and not volumes.orphaned_partial(".v.partial-x")
+    assert orphaned(gone) and orphaned(f".v.partial-{dead.pid}")
+    assert orphaned(f".v.partial-{os.getpid()}-1")  # the pid, reused
+    assert not orphaned("v") and not orphaned(".v.partial-x")
     # real machines: the note a killed create left names its hosts' hidden directories
     monkeypatch.setenv(remote.ENV_VAR, str(tmp_path / "vols"))
     (tmp_path / "vols").mkdir()

@@ -34,6 +34,7 @@ from ..atomic import write_json
 from ..errors import CloudhpcError
 from ..job import Host
 from . import dataserve, state
+from .partial import orphaned, partial_name
 
 ENV_VAR = "CLOUDHPC_VOLUMES"
 DEFAULT_DIR = "/var/tmp/cloudhpc-volumes"
@@ -148,8 +149,6 @@ def create(
     port: int = dataserve.PORT,
 ) -> dict[str, Any]:
     """Create volume `name` on real `hosts`; volumes.create hands over its layout functions."""
-    from .volumes import partial_name
-
     entries_hosts = host_entries(hosts, remote_dir)
     path = volumes_root() / f"{name}.json"
     partial, placed = partial_name(name), []
@@ -196,11 +195,9 @@ def sweep_partials() -> list[str]:
     """Remove what SIGKILLed creates on real machines left (their hosts' hidden directories,
     named in a note beside the manifests, and the local staging directory); returns the
     hosts' directories removed."""
-    from .volumes import orphaned_partial
-
     removed = []
     for note in volumes_root().glob(".*.partial-*.json"):
-        if not orphaned_partial(note.name.removesuffix(".json")):
+        if not orphaned(note.name.removesuffix(".json")):
             continue
         try:
             left = json.loads(note.read_text())

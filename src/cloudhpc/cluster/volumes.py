@@ -19,8 +19,7 @@ is copied, against which every read is checked (volread.py). A volume goes with 
 No half volume: the copies go to a hidden directory on each host, fsync'd, and are renamed into
 place only when every file has been copied; the manifest is written last. Anything that stops
 `create` (an error, Ctrl-C, SIGTERM) removes what was copied. A SIGKILLed `create` cannot: its
-hidden directories (`.NAME.partial-PID-START`, named after the creating process and its start
-time) are removed by the next volume command, which finds that process gone (sweep_partials).
+hidden directories (partial.py) are removed by the next volume command (sweep_partials).
 """
 
 from __future__ import annotations
@@ -29,7 +28,6 @@ import base64
 import datetime as dt
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -42,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import procs, signals
+from .. import signals
 from ..atomic import write_json
 from ..errors import CloudhpcError
 from ..job import Host
@@ -51,6 +49,7 @@ from . import dataserve, state
 from .hook import host_argv
 from .manage import check_ready, cluster_of_hosts
 from .model import Cluster, ClusterHost
+from .partial import orphaned, partial_name
 
 LAYOUTS = ("distribute", "stripe")
 DISTRIBUTE_BY = ("hash", "space")
@@ -98,25 +97,6 @@ def host_root(host: ClusterHost) -> Path:
     return Path(host.scratch) / "volumes"
 
 
-# A create's hidden directory on each host: its volume, its process and that process's start time
-# (with the pid, one process even after the pid is reused).
-_PARTIAL = re.compile(r"\.(?P<name>.+)\.partial-(?P<pid>\d+)(?:-(?P<start>\d+))?")
-
-
-def partial_name(name: str) -> str:
-    """The hidden directory this process copies volume `name` into, on every host."""
-    return f".{name}.partial-{os.getpid()}-{procs.start_time(os.getpid())}"
-
-
-def orphaned_partial(dirname: str) -> bool:
-    """Whether `dirname` is a create's hidden directory whose process is gone (SIGKILLed)."""
-    m = _PARTIAL.fullmatch(dirname)
-    if m is None:
-        return False
-    started = procs.start_time(int(m["pid"]))
-    return started is None or (m["start"] is not None and started != m["start"])
-
-
 def sweep_partials() -> list[str]:
     """Remove the hidden directories that SIGKILLed creates left on the hosts of every cluster,
     and stop the data services they left idle; returns the directories removed."""
@@ -129,7 +109,7 @@ def sweep_partials() -> list[str]:
             except OSError:
                 continue
             for e in entries:
-                if e.is_dir(follow_symlinks=False) and orphaned_partial(e.name):
+                if e.is_dir(follow_symlinks=False) and orphaned(e.name):
                     shutil.rmtree(e.path, ignore_errors=True)
                     removed.append(e.path)
                     swept_hosts.append(h)
