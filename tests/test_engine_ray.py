@@ -330,8 +330,50 @@ def test_sigterm_ends_every_ray_process(tmp_path):
     assert _ray_processes_under(temp_dir) == []
     left = subprocess.run(["pgrep", "-f", pattern], capture_output=True)
     assert left.stdout.split() == []
-    # SIGKILL left its directory behind; the next private start removes it
-    assert temp_dir in ray_cluster.sweep_stale_dirs()
+    # the driver was killed with its job; cloudhpc removed its directory, not the next run
+    assert not os.path.exists(temp_dir)
+
+
+def test_a_sigkilled_drivers_directory_goes_with_the_next_private_start():
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    left = tempfile.mkdtemp(prefix=f"{ray_cluster.TEMP_PREFIX}{dead.pid}-", dir="/tmp")
+    assert left in ray_cluster.sweep_stale_dirs() and not os.path.exists(left)
+
+
+def test_an_address_where_nothing_listens_fails_at_once(tmp_path):
+    port = _free_port()  # closed again: nothing listens there
+    r = run_cli(
+        "run", "kmeans", "--generate", "--n", "100", "--k", "2", "--engine", "ray",
+        "--ray-address", f"127.0.0.1:{port}", "--results", str(tmp_path / "res"),
+        env=RAY_ENV, timeout=120,
+    )  # fmt: skip
+    assert r.returncode == 1, r.stderr
+    assert_one_line_error(
+        r,
+        f"cannot join the Ray cluster at 127.0.0.1:{port}: tried TCP 127.0.0.1 port {port}: "
+        "Connection refused",
+    )
+
+
+def test_ray_addresses_and_the_probe(monkeypatch):
+    from cloudhpc.errors import CloudhpcError, EnvironmentFailure
+
+    assert ray_cluster.endpoint("auto") is None
+    assert ray_cluster.endpoint("10.0.0.5:6380") == ("10.0.0.5", 6380)
+    assert ray_cluster.endpoint("head") == ("head", 6379)
+    assert ray_cluster.endpoint("ray://head") == ("head", 10001)
+    assert ray_cluster.endpoint("[::1]:7000") == ("::1", 7000)
+    for bad in ("head:x", "head:0", ":6379", "head:99999"):
+        with pytest.raises(CloudhpcError, match="expected host:port"):
+            ray_cluster.endpoint(bad)
+
+    def silent(*a, **k):
+        raise TimeoutError
+
+    monkeypatch.setattr(ray_cluster.socket, "create_connection", silent)
+    with pytest.raises(EnvironmentFailure, match="tried TCP head port 6379: no answer within 5 s"):
+        ray_cluster.probe("head")
 
 
 # --- refusals: one line, before anything starts ----------------------------------------------

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
 from collections import defaultdict
@@ -110,7 +111,8 @@ def register_temporary(path: str, control_dir: str | None = None) -> None:
 
 
 def remove_temporaries(control_dir: str) -> list[str]:
-    """Remove the paths ranks registered (those still there); returns the ones removed."""
+    """Remove the paths ranks registered (files, or directories with what they hold; those still
+    there); returns the ones removed."""
     try:
         with open(os.path.join(control_dir, TEMPORARIES)) as fh:
             paths = [line.rstrip("\n") for line in fh if line.strip()]
@@ -119,7 +121,10 @@ def remove_temporaries(control_dir: str) -> list[str]:
     removed = []
     for path in paths:
         try:
-            os.unlink(path)
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path)  # a directory of temporaries (a private Ray instance's)
+            else:
+                os.unlink(path)
             removed.append(path)
         except OSError:  # already renamed to its final name, or gone
             pass

@@ -21,7 +21,7 @@ import traceback
 
 from .atomic import write_json
 from .context import CONTROL_DIR_VAR, CONTROL_PREFIX, RunContext
-from .errors import CloudhpcError
+from .errors import CloudhpcError, no_room
 from .job import Job
 
 
@@ -96,11 +96,16 @@ def run(job: Job) -> None:
         body = app(ctx)
         comm.Barrier()
         total = MPI.Wtime() - t0
-    except CloudhpcError as e:
+    except CloudhpcError as e:  # bad input (2), or the environment's fault: a full disk (1)
         _stop_engine(ctx)
-        _fail(rank, "usage", str(e), 2)
+        _fail(rank, "usage" if e.exit_code == 2 else "environment", str(e), e.exit_code)
         return
     except BaseException as e:  # a crash: show this rank's traceback, then end every rank
+        if no_room(e):  # a write the disk refused (not written through atomic.py): one line
+            _stop_engine(ctx)
+            what = f" {e.filename}" if getattr(e, "filename", None) else ""
+            _fail(rank, "environment", f"cannot write{what}: {e.strerror}", 1)
+            return
         for line in traceback.format_exc().rstrip().splitlines():
             print(f"[rank {rank}] {line}", file=sys.stderr)
         _stop_engine(ctx)

@@ -13,8 +13,12 @@ PR_SET_PDEATHSIG and in the driver's process group, which the runner kills on Ct
 SIGHUP and --timeout; worker processes exit when their raylet does. Ray keeps a session directory
 (logs, sockets) per instance and never deletes old ones (/tmp/ray grows by one per `ray.init`), so
 each private instance gets its own temporary directory, /tmp/cloudhpc-ray-<driver pid>-XXXX,
-removed after `ray.shutdown()`; a directory left by a driver that was killed (SIGKILL leaves no
-chance to clean up) is removed by the next job's start once its driver pid is gone.
+removed after `ray.shutdown()`, and registered as one of the run's temporaries, which cloudhpc
+removes when a run it ended (Ctrl-C, SIGTERM, SIGHUP, --timeout) is over; a directory left when
+cloudhpc itself was SIGKILLed is removed by the next run's start once its driver pid is gone.
+
+`--ray-address HOST:PORT` is tried with a plain TCP connection first (CONNECT_TIMEOUT_S): Ray
+retries an unreachable head for minutes before it gives up.
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ import glob
 import logging
 import os
 import shutil
+import socket
 import tempfile
 from typing import Any
 
-from ..errors import CloudhpcError
+from ..context import register_temporary
+from ..errors import CloudhpcError, EnvironmentFailure
 
 OBJECT_STORE_VAR = "CLOUDHPC_RAY_OBJECT_STORE_MB"
 DEFAULT_OBJECT_STORE_MB = 256
@@ -83,6 +89,9 @@ def start_private(num_cpus: int, env_vars: dict[str, str]) -> str:
     _quiet_ray()
     sweep_stale_dirs()
     temp_dir = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=TEMP_ROOT)
+    # removed by cloudhpc itself when the run ends, however it ends: on Ctrl-C, SIGTERM, SIGHUP
+    # and --timeout this driver is killed with its job before it can remove it
+    register_temporary(temp_dir)
     try:
         ray.init(
             address="local",
@@ -101,10 +110,53 @@ def start_private(num_cpus: int, env_vars: dict[str, str]) -> str:
     return temp_dir
 
 
+CONNECT_TIMEOUT_S = 5.0  # for the head's GCS port to accept a connection
+GCS_PORT = 6379  # Ray's default, for an address without a port
+CLIENT_PORT = 10001  # ray:// (Ray Client)
+
+
+def endpoint(address: str) -> tuple[str, int] | None:
+    """(host, port) of a --ray-address ('host:port', 'host', 'ray://host:port'); None for 'auto'
+    (Ray's own discovery)."""
+    if address == "auto":
+        return None
+    scheme, sep, rest = address.partition("://")
+    text = rest if sep else address
+    host, colon, port = text.rpartition(":")
+    if not colon or "]" in port:  # no port (an IPv6 literal's colons are inside brackets)
+        host, port = text, str(CLIENT_PORT if sep else GCS_PORT)
+    host = host.strip("[]")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise CloudhpcError(f"--ray-address {address!r}: expected host:port (or auto)")
+    return host, int(port)
+
+
+def probe(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """Fail within `timeout` seconds, saying what was tried, when nothing accepts a connection
+    at `address`: Ray itself retries for minutes before it gives up on an unreachable head."""
+    where = endpoint(address)
+    if where is None:
+        return
+    host, port = where
+    try:
+        with socket.create_connection((host, port), timeout=timeout):
+            return
+    except TimeoutError:
+        why = f"no answer within {timeout:g} s"
+    except socket.gaierror as e:
+        why = f"cannot resolve {host} ({e.strerror})"
+    except OSError as e:
+        why = e.strerror or str(e)
+    raise EnvironmentFailure(
+        f"cannot join the Ray cluster at {address}: tried TCP {host} port {port}: {why}"
+    )
+
+
 def join(address: str, env_vars: dict[str, str]) -> None:
     """Connect to the running cluster at `address` ('auto': Ray's discovery)."""
     import ray
 
+    probe(address)
     _quiet_ray()
     try:
         ray.init(

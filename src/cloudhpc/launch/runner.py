@@ -23,7 +23,7 @@ from typing import Any
 
 from ..context import CONTROL_DIR_VAR, CONTROL_PREFIX, register_temporary, remove_temporaries
 from ..envs import get_environment
-from ..errors import CloudhpcError, RunFailed
+from ..errors import CloudhpcError, EnvironmentFailure, RunFailed
 from ..job import Job
 from ..procs import (
     all_pids,
@@ -319,6 +319,8 @@ def raise_for_failure(outcome: Outcome) -> None:
     err = outcome.error
     if err and err.get("kind") == "usage":
         raise CloudhpcError(err["message"])
+    if err and err.get("kind") == "environment":  # a full disk, a service that does not answer
+        raise EnvironmentFailure(err["message"])
     if err and err.get("kind") == "timeout":
         raise RunFailed(err["message"])
     if outcome.returncode == 0 and outcome.result is not None:
