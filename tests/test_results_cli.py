@@ -48,6 +48,8 @@ def test_results_list_filter_show_export(results):
         run_cli("results", "show", a["id"], "--results", str(results), "--json").stdout
     )
     assert raw == a
+    last = run_cli("results", "show", "last", "--results", str(results), "--json").stdout
+    assert json.loads(last) == b  # the latest run's record
     exported = run_cli("results", "export", "--results", str(results)).stdout
     rows = list(csv.DictReader(io.StringIO(exported)))
     assert {r["id"] for r in rows} == {a["id"], b["id"]}

@@ -73,7 +73,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     _filters(ls)
     _json(ls, "the records as a JSON list")
     show = add_subparser(sub, "show", "print one record")
-    show.add_argument("id", help="record id (a unique prefix is enough)")
+    show.add_argument("id", help="record id (a unique prefix is enough), or `last`")
     show.add_argument(
         "--results", default=argparse.SUPPRESS, metavar="DIR", help="results directory"
     )

@@ -208,6 +208,18 @@ def load_records(
 
 
 def load_record(results_dir: str | os.PathLike, record_id: str) -> dict[str, Any]:
+    """The record with this id, a unique prefix of it, or `last`: the record written last (by
+    the file's time: `started_at` has whole seconds)."""
+    if record_id == "last":
+        if not Path(results_dir).is_dir():
+            raise CloudhpcError(f"no results directory at {results_dir}")
+        files = [f for f in Path(results_dir).glob("*.json") if f.is_file() and f.name[0] != "."]
+        for f in sorted(files, key=lambda f: f.stat().st_mtime_ns, reverse=True):
+            try:
+                return read_record(f)
+            except CloudhpcError as e:
+                _warn(f"{e}; skipped")
+        raise CloudhpcError(f"no records in {results_dir}")
     path = Path(results_dir) / f"{record_id}.json"
     if not path.is_file():
         records = load_records(results_dir)
