@@ -281,6 +281,34 @@ def test_a_raising_python_rank_aborts_the_profiled_job(start, tmp_path, tmpdir_,
     assert_no_new_topology_file(topology)  # MPI_Abort killed its proxy before it removed it
 
 
+BACKGROUND_CHILD_PROGRAM = textwrap.dedent(
+    """
+    import subprocess
+    from mpi4py import MPI
+    comm = MPI.COMM_WORLD
+    if comm.Get_rank() == 0:
+        subprocess.Popen(["sleep", "300"])  # inherits the rank's stdout, and outlives the rank
+    comm.Barrier()
+    print("rank", comm.Get_rank(), "done", flush=True)
+    """
+)
+
+
+def test_a_background_child_does_not_keep_a_profiled_run_open(start, tmp_path, tmpdir_, results):
+    """Hydra's proxy reaps a rank only when its stdout closes: a child the rank left holding it
+    kept the run open until the child ended. Once the ranks have exited, it is ended."""
+    prog = tmp_path / "bg.py"
+    prog.write_text(BACKGROUND_CHILD_PROGRAM)
+    job = start("profile", "-n", "2", "--results", str(results), "--", str(prog), tmpdir=tmpdir_)
+    seen = job.wait_for("sleep 300", 1)
+    report, err = job.proc.communicate(timeout=120)  # the old code waited for `sleep 300`
+    assert job.proc.returncode == 0, err
+    assert "rank 0 done" in report and "rank 1 done" in report
+    job.assert_no_process_left(seen)
+    (rec,) = results.glob("*.json")
+    assert json.loads(rec.read_text())["metrics"]["ranks_profiled"] == 2
+
+
 # ---- 4. the results store survives its own directory ----------------------------------------
 
 

@@ -149,6 +149,55 @@ def end_tagged(token: str, extra: Iterable[int] = (), rounds: int = 50) -> int:
     return len(seen)
 
 
+def strays(root: int, token: str) -> set[int]:
+    """The processes carrying `token` outside `root`'s tree once every process at the bottom of
+    that tree has exited (empty before then): what the job's ranks left running when they ended.
+
+    A rank that exits while a background child it started still holds its stdout stays a zombie:
+    Hydra's proxy reaps it, and reports the job over, only when that output closes, which the
+    child may never do. The child itself was re-parented away from the tree when the rank exited.
+    """
+    children = _children_of_tree(root)
+    tree = set().union(*children.values()) if children else set()
+    leaves = {pid for pid in tree if not children.get(pid)}  # mpiexec, proxies: have children
+    if not leaves or any(_stat_fields(pid)[:1] not in ([b"Z"], []) for pid in leaves):
+        return set()  # not started yet, or a rank is still running
+    return tagged(token) - tree - {root}
+
+
+def _children_of_tree(root: int) -> dict[int, set[int]]:
+    """pid -> its children, for `root` and every process below it. Read from the few
+    /proc/PID/task/TID/children files of the tree (cheap enough to poll), else from the
+    whole process table."""
+    found: dict[int, set[int]] = {}
+    todo = [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            tasks = os.listdir(f"{PROC}/{pid}/task")
+        except OSError:
+            found[pid] = set()
+            continue
+        kids: set[int] = set()
+        for tid in tasks:
+            text = _read(f"{PROC}/{pid}/task/{tid}/children")
+            if text is None:
+                if os.path.exists(f"{PROC}/{pid}"):  # no such file in this kernel
+                    table = parent_pids()
+                    return {p: {c for c, pp in table.items() if pp == p} for p in
+                            descendants(root, table) | {root}}  # fmt: skip
+                continue
+            kids.update(int(x) for x in text.split())
+        found[pid] = kids
+        todo.extend(k for k in kids if k not in found)
+    return found
+
+
+def kill(pids: Iterable[int]) -> None:
+    """SIGKILL each of `pids` (never this process or init)."""
+    _kill(pids)
+
+
 def die_with_parent() -> Callable[[], None] | None:
     """A preexec_fn that makes the child get SIGKILL when its parent dies (Linux), else None.
 

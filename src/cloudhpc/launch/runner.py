@@ -30,9 +30,11 @@ from ..procs import (
     descendants,
     die_with_parent,
     end_tagged,
+    kill,
     kill_group,
     open_files,
     start_time,
+    strays,
 )
 from .base import get_launcher
 from .plan import LaunchPlan
@@ -185,6 +187,7 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
         raise CloudhpcError(f"cannot start {plan.argv[0]!r}: not executable") from None
 
     topology.register(proc, control_dir)
+    stop_watching = _end_strays(proc, token)
     timer = None
     timed_out = threading.Event()
     try:  # from here on, any way out of this function ends the job first
@@ -218,6 +221,7 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
         proc.wait()
         raise
     finally:
+        stop_watching.set()
         if timer is not None:
             timer.cancel()
             timer.join()  # an expiry under way finishes its clean-up first
@@ -228,6 +232,25 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
     if timed_out.is_set():
         outcome.error = {"kind": "timeout", "message": f"the run exceeded --timeout {timeout:g} s"}
     return outcome
+
+
+STRAY_POLL_S = 0.5
+
+
+def _end_strays(proc: subprocess.Popen, token: str) -> threading.Event:
+    """Watch the job while it runs: once its ranks have all exited, end what they left running
+    (procs.strays), whose hold on a rank's output would otherwise keep the job open until they
+    end by themselves. Returns the event that stops the watch."""
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.wait(STRAY_POLL_S) and proc.poll() is None:
+            left = strays(proc.pid, token)
+            if left:
+                kill(left)
+
+    threading.Thread(target=watch, daemon=True).start()
+    return stop
 
 
 def _control_message(line: str) -> dict[str, Any] | None:
