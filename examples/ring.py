@@ -1,6 +1,7 @@
 """An mpi4py program: a token goes around the ring of ranks 100 times, then an Allreduce.
 
-    cloudhpc profile -n 2 -- examples/ring.py          (any .py runs under the venv's Python)"""
+Profile it with `cloudhpc profile -n 2 -- examples/ring.py` (a .py runs under the venv's Python).
+"""
 
 import numpy as np
 from mpi4py import MPI
