@@ -7,8 +7,10 @@ STAMP := $(VENV)/.installed
 # Debian packages the tests use: iproute2 (ip, tc) for the emulated cluster (tests/test_cluster.py;
 # its tests are skipped without root). util-linux (unshare) and bash are essential packages.
 DEB_PACKAGES := iproute2
-# Debian packages the benchmarks compare with: velvet (benchmarks/assemble_velvet.py)
-BENCH_DEB_PACKAGES := velvet
+# Debian packages the benchmarks compare with: velvet (assemble_velvet.py); gfortran, mpich and
+# libmpich-dev build the reference NPB (npb_mops.py); a Java runtime runs PySpark (kmeans_*.py).
+# `make bench` installs them with apt-get's own progress; no benchmark script installs anything.
+BENCH_DEB_PACKAGES := velvet gfortran mpich libmpich-dev default-jre-headless
 
 .PHONY: demo test lint format bench clean deb-packages
 
@@ -42,13 +44,15 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src tests benchmarks
 
 bench: $(STAMP)
-	$(BIN)/pip install --quiet -e '.[test,bench]'
+	@echo "== Python peers: pyspark, dask, scikit-learn, networkx (the bench extra)"
+	$(BIN)/pip install --progress-bar on -e '.[test,bench]'
+	@echo "== Debian peers: $(BENCH_DEB_PACKAGES)"
 	@missing=$$(for p in $(BENCH_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
-	if [ -n "$$missing" ]; then \
-	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
-	  else echo "Debian packages missing: $$missing (install them for the benchmarks)"; fi; \
-	fi
+	if [ -z "$$missing" ]; then echo "all installed"; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
+	else echo "missing: $$missing; as root: apt-get install $$missing" >&2; exit 1; fi
+	@echo "== ready: .venv/bin/python benchmarks/NAME.py --help (results in benchmarks/runs/)"
 
 clean:
 	rm -rf $(VENV) cloudhpc-results

@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from common import machine, write_json, write_markdown
+from common import machine, parse_args, require_program, write_json, write_markdown
 
 from cloudhpc.apps.assemble.contigs import Contigs, basic_stats, select
 from cloudhpc.apps.assemble.kernels import CODE_OF
@@ -112,9 +112,9 @@ def main() -> None:
     ap.add_argument("--error", type=float, default=0.005)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seed", type=int, default=11)
-    args = ap.parse_args()
-    if shutil.which("velveth") is None:
-        raise SystemExit("velvet is not installed: apt-get install -y velvet")
+    args = parse_args(ap)
+    require_program("velveth", "Velvet (Debian package velvet)")
+    require_program("velvetg", "Velvet (Debian package velvet)")
     velvet_version = subprocess.run(
         ["dpkg-query", "-W", "-f", "${Version}", "velvet"], capture_output=True, text=True
     ).stdout.strip()

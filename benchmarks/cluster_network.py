@@ -13,7 +13,7 @@ Three parts, each in interleaved rounds (every variant once per round, in turn):
    and vm-net; slowdown = NPB time capped / NPB time native within a round, median of rounds.
 
 Needs root. Run:  .venv/bin/python benchmarks/cluster_network.py [--rounds 3] [--npb-rounds 2]
-Writes benchmarks/results/cluster_network.{json,png} and cluster_network_{bandwidth,latency,npb}.md.
+Writes cluster_network.{json,png} and cluster_network_{bandwidth,latency,npb}.md.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import shutil
 import statistics
 import tempfile
 
-from common import RESULTS, cli_record, machine, write_json, write_markdown
+from common import cli_record, machine, parse_args, save_figure, write_json, write_markdown
 
 from cloudhpc import cluster
 
@@ -159,7 +159,7 @@ def plot(bw: dict, slow: dict, path) -> None:
     b.set_title("NPB slowdown against link rate, P = 4")
     b.legend(fontsize=7)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
 
 
 def main() -> None:
@@ -167,7 +167,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="rounds of bandwidth and latency")
     ap.add_argument("--npb-rounds", type=int, default=3)
     ap.add_argument("--latency-rounds", type=int, default=None, help="default: --rounds")
-    args = ap.parse_args()
+    args = parse_args(ap)
     args.latency_rounds = args.latency_rounds or args.rounds
     state = tempfile.mkdtemp(prefix="cloudhpc-bench-clusters-")
     os.environ["CLOUDHPC_CLUSTERS"] = state  # the runs' (and their throwaway clusters') state
@@ -256,7 +256,7 @@ def main() -> None:
         npb_rows,
         [notes[0], notes[3]],
     )
-    plot(bw, slow, RESULTS / "cluster_network.png")
+    plot(bw, slow, "cluster_network.png")
     for title, rows in (("bandwidth", bw_rows), ("latency", lat_rows), ("npb", npb_rows)):
         print(title)
         for row in rows:

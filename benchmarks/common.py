@@ -1,22 +1,120 @@
-"""Shared by every benchmark: run `cloudhpc run APP ... --json`, describe
-the machine, write a table. Timings come from the run records (measured inside the job)."""
+"""Shared by every benchmark: the command line's output options (`parse_args`: `--out DIR`,
+`--save`), where results go (`out_path`), the load average, the peers a benchmark needs
+(`require_module`, `require_program`), running `cloudhpc ... --json`, and the writers of tables,
+JSON and pictures. Timings come from the run records (measured inside the job).
+
+Results go to a new directory `benchmarks/runs/<time>-<benchmark>/` (ignored by git), or to
+`--out DIR`; only `--save` writes the committed `benchmarks/results/` (figures of record)."""
 
 from __future__ import annotations
 
+import argparse
+import datetime as dt
 import json
 import os
 import platform
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "benchmarks" / "results"
+RESULTS = ROOT / "benchmarks" / "results"  # committed: written only with --save
+RUNS = ROOT / "benchmarks" / "runs"  # one new directory per run (git-ignored)
 # the runs' own records are read back and summarised; the directory goes when the benchmark exits
 _RECORDS_DIR = tempfile.TemporaryDirectory(prefix="cloudhpc-bench-records-")
 _RECORDS = _RECORDS_DIR.name
+_OUT: Path | None = None
+_LOAD_START: float | None = None
+
+
+def load_average() -> float:
+    """The 1-minute load average now."""
+    return os.getloadavg()[0]
+
+
+def parse_args(ap: argparse.ArgumentParser, argv: list[str] | None = None) -> argparse.Namespace:
+    """Add `--out DIR` and `--save` to a benchmark's parser, parse, and set where its results go;
+    notes the load average at the start (every table states it)."""
+    global _OUT, _LOAD_START
+    name = Path(sys.argv[0]).stem
+    out = ap.add_argument_group("output")
+    out.add_argument(
+        "--out",
+        metavar="DIR",
+        type=Path,
+        help=f"write the tables, JSON and pictures into DIR (default: a new directory "
+        f"benchmarks/runs/<time>-{name}/)",
+    )
+    out.add_argument(
+        "--save",
+        action="store_true",
+        help="write into benchmarks/results/, replacing the committed results (figures of record)",
+    )
+    args = ap.parse_args(argv)
+    if args.save and args.out:
+        ap.error("--out and --save: give one")
+    if args.save:
+        _OUT = RESULTS
+    elif args.out:
+        _OUT = args.out.resolve()
+    else:
+        _OUT = RUNS / f"{dt.datetime.now():%Y%m%dT%H%M%S}-{name}"
+    _LOAD_START = load_average()
+    return args
+
+
+def out_dir() -> Path:
+    """The run's output directory (made on first use, so a run that stops early leaves none)."""
+    if _OUT is None:
+        raise RuntimeError("call common.parse_args(parser) first")
+    if not _OUT.is_dir():
+        _OUT.mkdir(parents=True)
+        print(f"results in {_rel(_OUT)}/", file=sys.stderr)
+    return _OUT
+
+
+def out_path(filename: str) -> Path:
+    return out_dir() / filename
+
+
+def load_note() -> str:
+    """One line for a results file: the load average at the start and now."""
+    start = _LOAD_START if _LOAD_START is not None else float("nan")
+    return f"Load average (1 min): {start:.2f} at the start, {load_average():.2f} at the end."
+
+
+def require_module(module: str, what: str, instead: str = "") -> None:
+    """Exit 2 with one line when a Python peer is missing (`make bench` installs them);
+    `instead`: the option that leaves the peer out."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        _missing(f"{what} (Python module {module})", instead)
+
+
+def require_program(program: str, what: str, instead: str = "") -> str:
+    """The path of a program a benchmark compares with; exit 2 with one line when missing."""
+    path = shutil.which(program)
+    if path is None:
+        _missing(f"{what} (program {program})", instead)
+    return path
+
+
+def _missing(what: str, instead: str) -> None:
+    name = Path(sys.argv[0]).name
+    alternative = f", or leave it out with {instead}" if instead else ""
+    print(f"{name}: needs {what}: run `make bench` first{alternative}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _rel(path: Path) -> str:
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
 
 
 def cli_record(*args: str) -> dict:
@@ -77,29 +175,45 @@ def machine() -> str:
     from cloudhpc.results.provenance import cpu_model
 
     cpu = cpu_model()
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    load = _LOAD_START if _LOAD_START is not None else load_average()
     return (
         f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}, Python "
         f"{platform.python_version()}, load average {load:.1f} at the start (shared machine)"
     )
 
 
-def write_markdown(name: str, title: str, header: list[str], rows: list[list], notes: list[str]):
-    """benchmarks/results/NAME.md: a table plus notes; returns the path."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    lines = [f"# {title}", "", *notes, "", "| " + " | ".join(header) + " |"]
-    lines.append("|" + "|".join("---" for _ in header) + "|")
-    for row in rows:
-        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
-    path = RESULTS / f"{name}.md"
-    path.write_text("\n".join(lines) + "\n")
+def write_text(filename: str, text: str) -> Path:
+    """A file of the run's output directory, whole or not at all; returns its path."""
+    from cloudhpc.atomic import write_atomic
+
+    path = out_path(filename)
+    write_atomic(path, lambda f: f.write(text.encode()))
     return path
 
 
+def write_markdown(name: str, title: str, header: list[str], rows: list[list], notes: list[str]):
+    """NAME.md: a table plus notes and the load average; returns the path."""
+    lines = [f"# {title}", "", *notes, "", load_note(), "", "| " + " | ".join(header) + " |"]
+    lines.append("|" + "|".join("---" for _ in header) + "|")
+    for row in rows:
+        lines.append("| " + " | ".join(_fmt(v) for v in row) + " |")
+    return write_text(f"{name}.md", "\n".join(lines) + "\n")
+
+
 def write_json(name: str, data) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
-    path.write_text(json.dumps(data, indent=1, default=str) + "\n")
+    """NAME.json (a dict gets the load average at the start and at the end)."""
+    if isinstance(data, dict):
+        data = {**data, "load_average": {"start": _LOAD_START, "end": load_average()}}
+    return write_text(f"{name}.json", json.dumps(data, indent=1, default=str) + "\n")
+
+
+def save_figure(fig, filename: str, dpi: int = 110) -> Path:
+    """A matplotlib figure as FILENAME (its suffix gives the format), whole or not at all."""
+    from cloudhpc.atomic import atomic_path
+
+    path = out_path(filename)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=dpi, format=path.suffix.lstrip("."))
     return path
 
 

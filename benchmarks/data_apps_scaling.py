@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import machine, phase_s, run_record, total_s, write_json, write_markdown
+from common import machine, parse_args, phase_s, run_record, total_s, write_json, write_markdown
 
 from cloudhpc.analysis.metrics import parallel_overhead, speedup
 
@@ -76,7 +76,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller inputs (a smoke run)")
     ap.add_argument("--repeat", type=int, default=2, help="rounds over all configurations")
-    args = ap.parse_args()
+    args = parse_args(ap)
     events, nfiles = (400_000, 4) if args.quick else (4_000_000, 8)
     # 16 items; the first four cost 4 units, the others 1: static blocks are unbalanced
     units = [4] * 4 + [1] * 12 if not args.quick else [2] * 2 + [1] * 6

@@ -15,7 +15,7 @@ supersteps of compute + communicate, each the slowest rank's); scipy and network
 wall time / 20 (graph already in memory). cloudhpc's first round runs with --check (verified
 against scipy.sparse); networkx's converged ranks (tol 1e-6) are compared with cloudhpc's.
 
-    .venv/bin/pip install -e '.[bench]'      # networkx
+    make bench          # once: networkx
     .venv/bin/python benchmarks/graph_pagerank.py [--rounds 3]
 """
 
@@ -24,11 +24,20 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import tempfile
 import time
 import warnings
 
 import numpy as np
-from common import RESULTS, machine, run_record, write_json, write_markdown
+from common import (
+    machine,
+    parse_args,
+    require_module,
+    run_record,
+    save_figure,
+    write_json,
+    write_markdown,
+)
 
 from cloudhpc.apps.graphs.generate import generate_edges
 from cloudhpc.apps.pagerank.reference import pagerank_scipy, transition
@@ -80,7 +89,8 @@ def networkx_graph(src, dst, n):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
+    args = parse_args(ap)
+    require_module("networkx", "networkx")
     warnings.simplefilter("ignore")
     started = machine()
     print(started)
@@ -124,13 +134,10 @@ def main() -> None:
     # same answer: networkx converged (tol 1e-6) against cloudhpc with the same stopping rule
     import networkx as nx
 
-    out = os.path.join(RESULTS, ".graph_pagerank_small.npy")
-    try:
+    with tempfile.TemporaryDirectory(prefix="graph-pagerank-") as tmp:
+        out = os.path.join(tmp, "small.npy")
         cloudhpc_run(n, m, 2, check=False, tol=1e-6, out=out)
         ours = np.load(out)
-    finally:
-        if os.path.exists(out):
-            os.unlink(out)
     ref = nx.pagerank(g, alpha=DAMPING, tol=1e-6)
     nx_err = float(np.abs(ours - np.array([ref[i] for i in range(n)])).max() / max(ref.values()))
     print(f"cloudhpc vs networkx (tol 1e-6): max relative difference {nx_err:.2e}")
@@ -212,8 +219,6 @@ def plot(med: dict[str, float], ratios: dict[str, float], started: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from cloudhpc.atomic import atomic_path
-
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     for ax, label, graph in ((axes[0], "large", LARGE), (axes[1], "small", SMALL)):
         keys = [k for k in med if k.startswith(label)]
@@ -234,8 +239,7 @@ def plot(med: dict[str, float], ratios: dict[str, float], started: str) -> None:
     )
     fig.text(0.01, 0.01, started, fontsize=6)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    with atomic_path(RESULTS / "graph_pagerank.png") as tmp:
-        fig.savefig(tmp, dpi=110)
+    save_figure(fig, "graph_pagerank.png")
 
 
 if __name__ == "__main__":

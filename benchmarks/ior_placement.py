@@ -19,7 +19,7 @@ Set-up (as the seed's three workstations that are data and compute nodes at once
   checked against the volume's CRC-32s (the run fails otherwise).
 
 Needs root. Run:  .venv/bin/python benchmarks/ior_placement.py [--rounds 3] [--stripe-mib 48]
-Writes benchmarks/results/ior_placement.{json,md,png}.
+Writes ior_placement.{json,md,png}.
 """
 
 from __future__ import annotations
@@ -33,7 +33,16 @@ import subprocess
 import sys
 import tempfile
 
-from common import RESULTS, cli_record, machine, write_json, write_markdown
+from common import (
+    RESULTS,
+    cli_record,
+    machine,
+    out_path,
+    parse_args,
+    save_figure,
+    write_json,
+    write_markdown,
+)
 
 from cloudhpc import cluster
 
@@ -61,9 +70,10 @@ def main() -> None:
         help="rebuild tables and PNG from the "
         "results JSON (plans recomputed with `place`'s functions where missing)",
     )
-    args = ap.parse_args()
+    args = parse_args(ap)
     if args.report_only:
-        data = json.loads((RESULTS / "ior_placement.json").read_text())
+        saved = out_path("ior_placement.json")  # --out DIR's, else the committed one
+        data = json.loads((saved if saved.exists() else RESULTS / "ior_placement.json").read_text())
         _fill_ranks(data)
         report(data, data["stripe_bytes"] // 2**20)
         return
@@ -327,7 +337,7 @@ def _plot(results: dict, summary: dict, plans: dict) -> None:
             )
             ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(RESULTS / "ior_placement.png", dpi=110)
+    save_figure(fig, "ior_placement.png")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ barrier after MPI init and the imports to the end: reading the rows, numba loadi
 the iterations). The done-when ratios of issue 8: cloudhpc's record total / the bare program's
 total <= 1.1 for both models; PySpark's wall / cloudhpc's wall >= 25.
 
-    .venv/bin/pip install -e '.[bench]'       # pyspark (needs Java 17+: java -version)
+    make bench          # once: pyspark (and Java 17+ for it)
     .venv/bin/python benchmarks/kmeans_e2e.py [--rounds 3] [--n 1000000] [--no-spark]
 """
 
@@ -37,7 +37,15 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import RESULTS, machine, write_json, write_markdown
+from common import (
+    machine,
+    parse_args,
+    require_module,
+    require_program,
+    save_figure,
+    write_json,
+    write_markdown,
+)
 
 from cloudhpc.apps.kmeans.data import generate_points
 from cloudhpc.apps.kmeans.reference import kmeanspp_reference, lloyd_reference
@@ -112,7 +120,7 @@ def median(runs: list[dict], key: str) -> float | None:
     return statistics.median(values) if values else None
 
 
-def plot(summary: dict, png: Path, title: str) -> None:
+def plot(summary: dict, png: str, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -142,7 +150,7 @@ def plot(summary: dict, png: Path, title: str) -> None:
     right.legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
-    fig.savefig(png, dpi=110)
+    save_figure(fig, png)
     plt.close(fig)
 
 
@@ -151,7 +159,10 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--no-spark", action="store_true", help="leave PySpark out")
-    args = ap.parse_args()
+    args = parse_args(ap)
+    if not args.no_spark:
+        require_module("pyspark", "PySpark MLlib", "--no-spark")
+        require_program("java", "Java 17+ for PySpark", "--no-spark")
 
     with tempfile.TemporaryDirectory(prefix="kmeans-e2e-") as tmp:
         work, records = Path(tmp), Path(tmp) / "records"
@@ -220,7 +231,7 @@ def main() -> None:
         f"k-means end to end: {args.n:,} points, 2-D, k={K}, {ITERATIONS} iterations, "
         f"{WORKERS} processes (load {min(loads):.1f}-{max(loads):.1f})"
     )
-    plot(summary, RESULTS / "kmeans_e2e.png", title)
+    plot(summary, "kmeans_e2e.png", title)
     rows = []
     for name, s in summary.items():
         total = s["total_s"]

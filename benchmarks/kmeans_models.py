@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from common import machine, phase_s, run_record, total_s, write_json, write_markdown
+from common import machine, parse_args, phase_s, run_record, total_s, write_json, write_markdown
 
 
 def main() -> None:
@@ -25,7 +25,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--ranks", type=int, default=2)
-    args = ap.parse_args()
+    args = parse_args(ap)
     where = machine()
     tmp = Path(tempfile.mkdtemp(prefix="kmeans-models-"))
     common = ["--generate", "--n", str(args.n), "--d", "2", "--k", "16", "--seed", "1"]

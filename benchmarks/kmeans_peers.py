@@ -11,7 +11,7 @@ Spark's `KMeans.train` call with the points already cached in executor memory (J
 loading not timed); Dask's loop with the array already in memory; scikit-learn's `fit`.
 Every framework's final centers are compared with cloudhpc's, so all did the same work.
 
-    .venv/bin/pip install -e '.[bench]'      # pyspark, dask, scikit-learn (Spark needs Java 17)
+    make bench          # once: pyspark, dask, scikit-learn (and Java 17 for Spark)
     .venv/bin/python benchmarks/kmeans_peers.py [--n 1000000] [--rounds 3]
 """
 
@@ -25,7 +25,16 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import machine, run_record, total_s, write_json, write_markdown
+from common import (
+    machine,
+    parse_args,
+    require_module,
+    require_program,
+    run_record,
+    total_s,
+    write_json,
+    write_markdown,
+)
 
 from cloudhpc.apps.kmeans.data import generate_points
 from cloudhpc.apps.kmeans.reference import kmeanspp_reference
@@ -144,9 +153,17 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--skip", nargs="*", default=[], choices=["spark", "dask", "sklearn"])
-    args = ap.parse_args()
+    args = parse_args(ap)
+    peers = {"spark": ("pyspark", "PySpark MLlib"), "dask": ("dask", "Dask"),
+             "sklearn": ("sklearn", "scikit-learn")}  # fmt: skip
+    for key, (module, what) in peers.items():
+        if key not in args.skip:
+            require_module(module, what, f"--skip {key}")
+    if "spark" not in args.skip:
+        require_program("java", "Java 17+ for PySpark", "--skip spark")
     where = machine()
-    tmp = Path(tempfile.mkdtemp(prefix="kmeans-peers-"))
+    tmp_dir = tempfile.TemporaryDirectory(prefix="kmeans-peers-")  # removed at exit
+    tmp = Path(tmp_dir.name)
     points = generate_points(1, args.n, D, 0, args.n)
     centers0 = kmeanspp_reference(points, K, 1)
     np.save(tmp / "points.npy", points)

@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 from common import (
-    RESULTS,
     machine,
+    parse_args,
     phase_s,
     run_record,
+    save_figure,
     total_s,
     write_json,
     write_markdown,
@@ -126,7 +127,7 @@ def matmul_rows(sides: list[int], tmp: Path, reps: int) -> tuple[list, dict]:
     return rows, series
 
 
-def plot(sizes, kseries, sides, mseries, path: Path) -> None:
+def plot(sizes, kseries, sides, mseries, path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -143,7 +144,7 @@ def plot(sizes, kseries, sides, mseries, path: Path) -> None:
         ax.set(xscale="log", yscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
 
 
 def main() -> None:
@@ -154,12 +155,12 @@ def main() -> None:
     ap.add_argument("--sides", type=int, nargs="+", default=[256, 512, 1024, 2048])
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--reps", type=int, default=3, help="runs per point; the fastest counts")
-    args = ap.parse_args()
+    args = parse_args(ap)
     where = machine()
     tmp = Path(tempfile.mkdtemp(prefix="static-cache-"))
     krows, kseries = kmeans_rows(args.sizes, tmp, args.iterations, args.reps)
     mrows, mseries = matmul_rows(args.sides, tmp, args.reps)
-    png = RESULTS / "kmeans_static_cache.png"
+    png = "kmeans_static_cache.png"
     plot(args.sizes, kseries, args.sides, mseries, png)
     notes = [
         f"Machine: {where}.",
@@ -170,7 +171,7 @@ def main() -> None:
         "cheapest possible re-read: Hadoop also re-parses text and starts new tasks.",
         "`re-read cost per iteration`: (load phase with re-reading - load phase cached) / "
         "iterations, the re-read measured directly (load is timed apart from compute).",
-        f"Plot: {png.name}.",
+        f"Plot: {png}.",
     ]
     path = write_markdown(
         "kmeans_static_cache",

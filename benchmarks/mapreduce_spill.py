@@ -22,7 +22,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
-from common import machine, write_json, write_markdown
+from common import machine, parse_args, write_json, write_markdown
 
 MPIEXEC = Path(sys.executable).parent / "mpiexec"
 ITEMS, PAIRS_PER_ITEM, KEYS = 40, 100_000, 200_000
@@ -74,7 +74,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=3, help="rounds over all variants")
     ap.add_argument("--ranks", type=int, default=2)
-    args = ap.parse_args()
+    args = parse_args(ap)
     variants = [
         ("in memory", "none", "none"),
         ("in memory + combiner", "none", "combiner"),

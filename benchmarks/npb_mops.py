@@ -15,7 +15,7 @@ one stops the benchmark.
 
 Run:  .venv/bin/python benchmarks/npb_mops.py [--class A] [--procs 1,2] [--rounds 3]
         [--kernels cg,mg,ft,is,ep] [--envs native,vm-net] [--reference-bin DIR | --no-reference]
-Writes benchmarks/results/npb_mops.{json,md,png}.
+Writes npb_mops.{json,md,png} (benchmarks/runs/..., --out DIR, or --save).
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from common import parse_args, require_program, save_figure, write_text
+
 HERE = Path(__file__).resolve().parent
-OUT = HERE / "results"
 BIN = Path(sys.executable).parent
 ALL = ("cg", "mg", "ft", "is", "ep")
 BUILD_SCRIPT = Path(os.environ.get("NPB_REFERENCE_BUILD", "/work/shared/reference/build-npb.sh"))
@@ -53,7 +54,12 @@ def tree_hash(script: Path) -> str:
 def build_reference(cls: str, kernels: list[str]) -> Path:
     """The reference binaries' directory, built by the shared script on first use."""
     if not BUILD_SCRIPT.is_file():
-        raise SystemExit(f"reference build script not found: {BUILD_SCRIPT} (or --no-reference)")
+        print(
+            f"npb_mops.py: the reference build script {BUILD_SCRIPT} is not here (set "
+            "NPB_REFERENCE_BUILD, or --reference-bin DIR, or --no-reference)",
+            file=sys.stderr,
+        )
+        raise SystemExit(2)
     key = f"{tree_hash(BUILD_SCRIPT)}-{cls}-{'-'.join(sorted(kernels))}"
     out = CACHE / key
     if all((out / "bin" / f"{k}.{cls}.x").is_file() for k in kernels):
@@ -61,11 +67,10 @@ def build_reference(cls: str, kernels: list[str]) -> Path:
     CACHE.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}.", dir=CACHE))
     print(f"building the reference: {BUILD_SCRIPT} {tmp} {cls} {' '.join(kernels)}", flush=True)
-    try:
-        r = subprocess.run(["bash", str(BUILD_SCRIPT), str(tmp), cls, *kernels],
-                           capture_output=True, text=True)  # fmt: skip
+    try:  # its output shows (the build takes minutes); a failure names its log
+        r = subprocess.run(["bash", str(BUILD_SCRIPT), str(tmp), cls, *kernels])
         if r.returncode != 0:
-            raise SystemExit(f"reference build failed:\n{r.stdout}\n{r.stderr}")
+            raise SystemExit(f"reference build failed (exit {r.returncode})")
         shutil.rmtree(tmp / "src", ignore_errors=True)  # the copy of the sources it built from
         umask = os.umask(0)
         os.umask(umask)
@@ -133,11 +138,16 @@ def main() -> None:
                     help="prebuilt KERNEL.CLASS.x instead of the shared build")  # fmt: skip
     ap.add_argument("--no-reference", action="store_true")
     ap.add_argument("--reference-mpiexec", default=str(BIN / "mpiexec"))
-    args = ap.parse_args()
+    args = parse_args(ap)
     procs = [int(p) for p in args.procs.split(",")]
     kernels = [k for k in args.kernels.split(",") if k]
     envs = [e for e in args.envs.split(",") if e]
     ref_dir = None
+    if not args.no_reference and args.reference_bin is None:
+        # the build script installs these with apt-get when they are missing; a benchmark
+        # installs nothing: `make bench` does, visibly
+        for program in ("gfortran", "mpif90"):
+            require_program(program, "the NPB reference build's compilers", "--no-reference")
     if not args.no_reference:
         ref_dir = args.reference_bin or build_reference(args.cls, kernels)
     load_start = os.getloadavg()
@@ -193,10 +203,9 @@ def main() -> None:
             + tool_version(["dpkg-query", "-W", "-f", "${Version}", "libmpich12"]),
             "mpiexec": args.reference_mpiexec,
         }
-    OUT.mkdir(exist_ok=True)
-    write_atomic(OUT / "npb_mops.json", json.dumps({"meta": meta, "rows": rows}, indent=1))
-    write_atomic(OUT / "npb_mops.md", markdown(rows, meta))
-    plot(rows, OUT / "npb_mops.png", meta)
+    write_text("npb_mops.json", json.dumps({"meta": meta, "rows": rows}, indent=1))
+    write_text("npb_mops.md", markdown(rows, meta))
+    plot(rows, "npb_mops.png", meta)
     print(markdown(rows, meta))
 
 
@@ -250,7 +259,7 @@ def markdown(rows: list[dict], meta: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(rows: list[dict], path: Path, meta: dict) -> None:
+def plot(rows: list[dict], path: str, meta: dict) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -290,15 +299,7 @@ def plot(rows: list[dict], path: Path, meta: dict) -> None:
     )
     ax.legend(fontsize=7, ncol=len(procs))
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=120)
-    os.replace(tmp, path)
-
-
-def write_atomic(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+    save_figure(fig, path, dpi=120)
 
 
 if __name__ == "__main__":

@@ -3,21 +3,21 @@
 command. Reports verified, time, Mop/s, the memory estimate and the largest rank's peak RSS.
 
 Run:  .venv/bin/python benchmarks/npb_verify.py [--runs A:1,A:2,A:4,B:2] [--kernels cg,mg,ft,is,ep]
-Writes benchmarks/results/npb_verify.{json,md}. Exit status 1 if any run fails to verify.
+Writes npb_verify.{json,md}. Exit status 1 if any run fails to verify.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
+from common import load_note, machine, parse_args, write_json, write_text
+
 HERE = Path(__file__).resolve().parent
-OUT = HERE / "results"
 ALL = ("cg", "mg", "ft", "is", "ep")
 GIB = 2**30
 
@@ -52,7 +52,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--runs", default="A:1,A:2,A:4,B:2")
     ap.add_argument("--kernels", default=",".join(ALL))
-    args = ap.parse_args()
+    args = parse_args(ap)
     runs = [(c, int(p)) for c, p in (s.split(":") for s in args.runs.split(","))]
     rows = []
     with tempfile.TemporaryDirectory() as results:
@@ -61,12 +61,10 @@ def main() -> int:
                 row = run(kernel, cls, p, results)
                 rows.append(row)
                 print(json.dumps(row), flush=True)
-    OUT.mkdir(exist_ok=True)
-    stem = OUT / "npb_verify"
-    tmp = stem.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(rows, indent=1))
-    os.replace(tmp, stem.with_suffix(".json"))
+    write_json("npb_verify", {"machine": machine(), "rows": rows})
     lines = [
+        f"Machine: {machine()}. {load_note()}",
+        "",
         "| kernel | class | P | verified | time (s) | Mop/s total | estimate/rank (GiB) "
         "| peak RSS, largest rank (GiB) |",
         "|---|---|---|---|---|---|---|---|",
@@ -81,9 +79,7 @@ def main() -> int:
             f"{r['mops_total']:.1f} | {r['estimate_per_rank_gib']:.2f} | "
             f"{r['peak_rss_max_rank_gib']:.2f} |"
         )
-    tmp = stem.with_suffix(".md.tmp")
-    tmp.write_text("\n".join(lines) + "\n")
-    os.replace(tmp, stem.with_suffix(".md"))
+    write_text("npb_verify.md", "\n".join(lines) + "\n")
     return 0 if all(r["verified"] for r in rows) else 1
 
 

@@ -15,9 +15,18 @@ environment (as the paper does with bare metal and VMs).
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
-from common import RESULTS, machine, phase_s, run_record, total_s, write_json, write_markdown
+from common import (
+    machine,
+    out_path,
+    parse_args,
+    phase_s,
+    run_record,
+    save_figure,
+    total_s,
+    write_json,
+    write_markdown,
+)
 
 from cloudhpc.analysis.metrics import overheads, parallel_overhead, speedup
 
@@ -128,7 +137,7 @@ def grain(reps: int, ranks: int) -> tuple[list, dict]:
     return rows, data
 
 
-def plot(data: dict, path: Path, ranks: int) -> None:
+def plot(data: dict, path: str, ranks: int) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -157,7 +166,7 @@ def plot(data: dict, path: Path, ranks: int) -> None:
         ax.axhline(0, color="grey", lw=0.5)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path, dpi=120)
 
 
 def main() -> None:
@@ -166,7 +175,7 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=2, help="P of the grain-size study")
     ap.add_argument("--skip-scaling", action="store_true", help="only the grain-size study")
     ap.add_argument("--skip-grain", action="store_true", help="only the P = 1, 2, 4 study")
-    args = ap.parse_args()
+    args = parse_args(ap)
     where = machine()
     notes = [
         f"Machine: {where}.",
@@ -185,7 +194,7 @@ def main() -> None:
         write_json("overhead_scaling", {"machine": where, "scaling": sdata})
     if not args.skip_grain:
         grows, gdata = grain(args.reps, args.ranks)
-        png = RESULTS / "overhead_grain.png"
+        png = "overhead_grain.png"
         plot(gdata, png, args.ranks)
         write_markdown(
             "overhead_grain",
@@ -202,11 +211,11 @@ def main() -> None:
                 "parallel overhead",
             ],
             grows,
-            notes + [f"Plot: {png.name}. kmeans: spmd, k=16, 20 iterations; wave: 1000 steps."],
+            notes + [f"Plot: {png}. kmeans: spmd, k=16, 20 iterations; wave: 1000 steps."],
         )
         write_json("overhead_grain", {"machine": where, "grain": gdata})
     for name in ("overhead_scaling", "overhead_grain"):
-        p = RESULTS / f"{name}.md"
+        p = out_path(f"{name}.md")
         if p.exists():
             print(p.read_text())
 

@@ -3,7 +3,7 @@ against native, measured side by side (interleaved rounds, medians) in one run.
 
 Goals (issue 2): cloudhpc native within 1.5x of the bare loop; vm-net at least 3x native.
 Run: .venv/bin/python benchmarks/pingpong_latency.py [--rounds 5]
-Writes benchmarks/results/pingpong_latency.{json,md}.
+Writes pingpong_latency.{json,md}.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from common import load_note, parse_args, write_json, write_text
 from common import machine as machine_line
 
 HERE = Path(__file__).resolve().parent
@@ -75,7 +76,7 @@ def cloudhpc(env: str, results: str) -> dict[int, float]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rounds", type=int, default=5)
-    args = ap.parse_args()
+    args = parse_args(ap)
     from cloudhpc.envs import get_environment
 
     native_vars = get_environment("native").variables()
@@ -99,18 +100,17 @@ def main() -> None:
             }
         )
     machine = machine_line()
-    out = {"machine": machine, "rounds": args.rounds, "rows": rows}
-    (HERE / "results").mkdir(exist_ok=True)
-    (HERE / "results" / "pingpong_latency.json").write_text(json.dumps(out, indent=1) + "\n")
+    write_json("pingpong_latency", {"machine": machine, "rounds": args.rounds, "rows": rows})
     cols = list(rows[0])
     md = [
         f"Machine: {machine}; medians of {args.rounds} interleaved rounds, 1000 reps each.",
+        load_note(),
         "",
         "| " + " | ".join(cols) + " |",
         "|" + "---|" * len(cols),
     ]
     md += ["| " + " | ".join(str(r[c]) for c in cols) + " |" for r in rows]
-    (HERE / "results" / "pingpong_latency.md").write_text("\n".join(md) + "\n")
+    write_text("pingpong_latency.md", "\n".join(md) + "\n")
     print("\n".join(md))
 
 

@@ -7,7 +7,7 @@
    and with the library (goal: at most 2%).
 
 Rounds alternate the order (without, with / with, without) and the table reports medians, since
-absolute times drift on a shared machine. Writes benchmarks/results/profile_overhead.{md,json}.
+absolute times drift on a shared machine. Writes profile_overhead.{md,json}.
 
     .venv/bin/python benchmarks/profile_overhead.py [--rounds 5] [--iters 20000]
 """
@@ -22,7 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import RESULTS
+from common import load_note, parse_args, write_json, write_text
 from common import machine as machine_line
 
 from cloudhpc.envs import get_environment
@@ -171,7 +171,7 @@ def main() -> None:
         default='{"points": 50000, "steps": 10000}',
         help="the app's parameters as JSON",
     )
-    args = ap.parse_args()
+    args = parse_args(ap)
     params = json.loads(args.params)
     rows, ab_rows = [], []
     with tempfile.TemporaryDirectory() as tmp_s:
@@ -284,13 +284,12 @@ def main() -> None:
             }
         )
     machine = machine_line()
-    text = "\n".join(lines) + f"\n\nMachine: {machine}; {args.rounds} rounds, alternating order.\n"
-    print(text)
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "profile_overhead.md").write_text(text)
-    (RESULTS / "profile_overhead.json").write_text(
-        json.dumps({"machine": machine, "rows": data}, indent=1) + "\n"
+    text = "\n".join(lines) + (
+        f"\n\nMachine: {machine}; {args.rounds} rounds, alternating order. {load_note()}\n"
     )
+    print(text)
+    write_text("profile_overhead.md", text)
+    write_json("profile_overhead", {"machine": machine, "rows": data})
 
 
 if __name__ == "__main__":

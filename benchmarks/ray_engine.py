@@ -25,7 +25,17 @@ import tempfile
 from pathlib import Path
 
 import numpy as np
-from common import machine, phase_s, run_job, run_record, total_s, write_json, write_markdown
+from common import (
+    machine,
+    parse_args,
+    phase_s,
+    require_module,
+    run_job,
+    run_record,
+    total_s,
+    write_json,
+    write_markdown,
+)
 
 HERE = Path(__file__).resolve().parent
 RAY_PRIVATE_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0", "RAY_USAGE_STATS_ENABLED": "0"}
@@ -56,7 +66,8 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=2000)
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--workers", type=int, default=2)
-    args = ap.parse_args()
+    args = parse_args(ap)
+    require_module("ray", "Ray (the ray extra)")
     where = machine()
     P = args.workers
     tmp = Path(tempfile.mkdtemp(prefix="ray-engine-bench-"))

@@ -25,7 +25,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from common import ROOT, machine, write_json, write_markdown
+from common import ROOT, machine, parse_args, write_json, write_markdown
 
 RUNS = {
     "wave": ["wave", "--points", "1000", "--steps", "10"],
@@ -55,7 +55,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--src", action="append", default=[], help="another source tree to compare")
-    args = ap.parse_args()
+    args = parse_args(ap)
     trees = {"this tree": str(ROOT / "src")}
     for i, src in enumerate(args.src):
         trees[f"--src {i + 1}"] = str(Path(src).resolve())

@@ -16,7 +16,7 @@ import statistics
 import time
 
 import numpy as np
-from common import machine, write_json, write_markdown
+from common import machine, parse_args, write_json, write_markdown
 
 from cloudhpc.apps.swg.data import DNA, encode, generate
 from cloudhpc.apps.swg.decompose import Segments
@@ -76,7 +76,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=200, help="sequences (~300 bp)")
     ap.add_argument("--rows", type=int, default=60, help="rows aligned against all later ones")
     ap.add_argument("--rounds", type=int, default=3)
-    args = ap.parse_args()
+    args = parse_args(ap)
     where = machine()
     records = generate(args.n, seed=1)
     scoring = scoring_from_params({}, DNA)

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from common import machine, run_record, write_json, write_markdown
+from common import machine, parse_args, run_record, write_json, write_markdown
 
 from cloudhpc.apps.swg.data import DNA, encode, generate
 from cloudhpc.apps.swg.decompose import Segments
@@ -86,7 +86,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=600, help="sequences (~300 bp ALU-like DNA)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="n = 200, one round (a smoke run)")
-    args = ap.parse_args()
+    args = parse_args(ap)
     if args.quick:
         args.n, args.rounds = 200, 1
     where = machine()
