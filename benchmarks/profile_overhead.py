@@ -27,8 +27,8 @@ from common import machine as machine_line
 
 from cloudhpc.envs import get_environment
 from cloudhpc.job import Job, Layout
-from cloudhpc.launch.base import venv_bin
 from cloudhpc.launch.runner import Monitor, plan_job, run_plan
+from cloudhpc.mpi.mpich import venv_bin
 from cloudhpc.profile.build import library_path
 
 PINGPONG_C = r"""

@@ -40,6 +40,7 @@ class Job:
     layout: Layout = field(default_factory=Layout)
     layout_given: bool = False  # --layout was given (else ranks fill the hosts' slots)
     env: str = "native"
+    mpi: str = "mpich"  # the MPI implementation (cloudhpc.mpi registry name)
     engine: str = "mpi"
     launcher: str = "local"
     hosts: tuple[Host, ...] = ()

@@ -63,6 +63,17 @@ def _fail(rank: int, kind: str, message: str, code: int) -> None:
     os._exit(code)
 
 
+def world_mismatch(job: Job, size: int, library: str) -> str:
+    """Why a rank is in a world of the wrong size: P singletons, each rank 0 of 1, when the
+    mpiexec that started them is not the one of the library mpi4py loaded."""
+    lib = library.strip().splitlines()[0] if library.strip() else "an unknown MPI library"
+    return (
+        f"a rank finds itself in a world of {size} process{'es' if size != 1 else ''}, not "
+        f"{job.nprocs}: the mpiexec that started it does not belong to the MPI library it "
+        f"loaded ({lib}); start ranks with the mpiexec of --mpi {job.mpi}"
+    )
+
+
 def _stop_engine(ctx: RunContext) -> None:
     """Stop a driver engine's workers and runtime; a failure to stop is reported, not raised."""
     if ctx.engine is None:
@@ -79,6 +90,8 @@ def run(job: Job) -> None:
     comm = MPI.COMM_WORLD
     ctx = RunContext(job, comm)
     rank = ctx.rank
+    if job.engine == "mpi" and comm.Get_size() != job.nprocs:
+        _fail(rank, "usage", world_mismatch(job, comm.Get_size(), MPI.Get_library_version()), 2)
     startup: dict[str, float] = {}
     try:
         from .apps.registry import resolve

@@ -221,7 +221,8 @@ def execute(
         started=started,
         launch={"argv": plan.argv, "env": plan.env, "wall_s": round(outcome.wall_s, 3)},
         timings=res.get("timings"),
-        mpi=res.get("mpi"),
+        env=plan.environment,
+        mpi={**plan.mpi_info, **(res.get("mpi") or {})},
         nodes=res.get("nodes"),
         engine_info=res.get("engine_info"),
     )

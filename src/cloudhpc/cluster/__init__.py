@@ -32,11 +32,12 @@ from .manage import (
     throwaway,
     up,
 )
-from .model import Cluster, ClusterHost, check_name
+from .model import IFACE, Cluster, ClusterHost, check_name
 from .rates import format_rate, normalise, parse_rate
 from .state import all_clusters, state_root
 
 __all__ = [
+    "IFACE",
     "DEFAULT_MTU",
     "Cluster",
     "ClusterHost",

@@ -182,12 +182,6 @@ class Cluster:
         return replace(self, number=number, hosts=hosts)
 
     # ---- what the world reads -------------------------------------------------------------
-    def mpi_variables(self) -> dict[str, str]:
-        """How MPICH's ranks reach each other between hosts: libfabric's TCP provider on the
-        host's link. (UCX, the wheel's other netmod, would find the other namespaces' ranks on
-        the same machine and use shared memory, past the capped links.)"""
-        return {"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp", "FI_TCP_IFACE": IFACE}
-
     def hosts_text(self) -> str:
         links = sorted({h.link for h in self.hosts})
         lines = [

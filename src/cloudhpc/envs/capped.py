@@ -38,11 +38,10 @@ class Capped(Environment):
 
         return Capped(normalise(value))
 
-    def variables(self) -> dict[str, str]:
-        return {"MPIR_CVAR_NOLOCAL": "0"}  # ranks on one host share memory, as on a node
+    shared_memory = True  # ranks on one host share memory, as on a node
 
-    def describe(self) -> dict:
-        return {**super().describe(), "link": self.rate}
+    def describe(self, mpi=None) -> dict:
+        return {**super().describe(mpi), "link": self.rate}
 
     @contextmanager
     def provision(self, job: Job, dry_run: bool = False) -> Iterator[Job]:

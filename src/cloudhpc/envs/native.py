@@ -5,8 +5,7 @@ from .base import Environment
 
 class Native(Environment):
     name = "native"
-    description = "bare metal: MPICH's default transports (shared memory between ranks on a host)"
-
-    def variables(self) -> dict[str, str]:
-        # Explicit, so a user's shell setting cannot silently turn native into something else.
-        return {"MPIR_CVAR_NOLOCAL": "0"}
+    description = "bare metal: the MPI library's default transports (shared memory on a host)"
+    # Explicit in the variables (MPICH: MPIR_CVAR_NOLOCAL=0), so a user's shell setting cannot
+    # silently turn native into something else.
+    shared_memory = True

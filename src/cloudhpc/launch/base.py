@@ -12,14 +12,9 @@ import sys
 from ..envs import get_environment
 from ..errors import CloudhpcError
 from ..job import Job
+from ..mpi import MpiImplementation, get_implementation
 from ..registry import Registry
 from .plan import LaunchPlan
-
-
-def venv_bin(name: str) -> str:
-    """A tool installed beside this Python (the mpich wheel puts mpiexec and mpicc there)."""
-    path = os.path.join(os.path.dirname(sys.executable), name)
-    return path if os.path.exists(path) else name
 
 
 def worker_argv(job: Job) -> list[str]:
@@ -28,6 +23,12 @@ def worker_argv(job: Job) -> list[str]:
 
 class Launcher:
     name: str = ""
+    # the ranks may be on several hosts (traffic between hosts crosses a network)
+    spans_hosts: bool = False
+
+    def tcp_iface(self, job: Job) -> str | None:
+        """The interface the ranks' TCP traffic must use (None: the MPI library chooses)."""
+        return None
 
     def slots(self, job: Job) -> int | None:
         """How many ranks fit without oversubscription (None: unknown, no check)."""
@@ -53,8 +54,10 @@ class Launcher:
                 f"{what} need {need} slots but {self.name} has {slots}; "
                 "pass --oversubscribe to start them anyway"
             )
+        mpi = get_implementation(job.mpi)
         environment = get_environment(job.env)
-        env = dict(environment.variables())
+        transport = environment.variables(mpi, self.tcp_iface(job), self.spans_hosts)
+        env = {**mpi.runtime_variables(), **transport}
         threads = str(job.layout.threads)
         env.update({"OMP_NUM_THREADS": threads, "NUMBA_NUM_THREADS": threads})
         env.update(extra_env or {})
@@ -65,7 +68,13 @@ class Launcher:
             launcher=self.name,
             nprocs=job.nprocs,
             hosts=job.hosts,
+            mpi=mpi.name,
+            environment={**environment.describe(mpi), "variables": transport},
+            mpi_info=mpi.describe(),
         )
+
+    def implementation(self, job: Job) -> MpiImplementation:
+        return get_implementation(job.mpi)
 
 
 LAUNCHERS = Registry("launcher")

@@ -1,18 +1,20 @@
-"""cluster: ranks on the hosts of an emulated cluster (cloudhpc/cluster), started by Hydra.
+"""cluster: ranks on the hosts of an emulated cluster (cloudhpc/cluster).
 
 The same mpiexec command line as over ssh (hosts.py), run on the cluster's head node (`ip netns
-exec chpc-NAME-head mpiexec ...`, as one would on a login node), with two changes:
-`-launcher-exec` points Hydra at the cluster's hook, which starts each proxy inside its host's
-network namespace where ssh would log in, and `-localhost` gives the proxies the head's address
-to reach mpiexec. The ranks use libfabric's TCP provider on their host's link
-(Cluster.mpi_variables), so every message between hosts crosses the capped links.
+exec chpc-NAME-head mpiexec ...`, as one would on a login node), with two changes: the
+implementation's launcher calls the cluster's hook where it would call ssh (the hook starts each
+proxy or daemon inside its host's network namespace), and it is given the head's address and
+interface for its daemons to call back. The ranks use TCP on their host's link (the
+implementation's transport variables for interface chpc0), so every message between hosts
+crosses the capped links.
 """
 
 from __future__ import annotations
 
-from ..cluster import Cluster, check_ready
+from ..cluster import IFACE, Cluster, check_ready
 from ..errors import CloudhpcError
 from ..job import Job
+from ..mpi import Reach
 from .hosts import HostsLauncher
 from .plan import LaunchPlan
 
@@ -32,10 +34,12 @@ class ClusterLauncher(HostsLauncher):
     def preflight(self, job: Job) -> None:
         check_ready(job_cluster(job))
 
+    def tcp_iface(self, job: Job) -> str | None:
+        return IFACE  # a host's end of its link
+
     def plan(self, job: Job, rank_argv: list[str] | None = None, extra_env=None) -> LaunchPlan:
         c = job_cluster(job)
-        env = {**c.mpi_variables(), **(extra_env or {})}
-        plan = super().plan(job, rank_argv, env)
+        plan = super().plan(job, rank_argv, extra_env)
         if c.status != "up":  # --dry-run of --env capped:RATE: nothing was created
             plan.notes.append(
                 f"--env {job.env}: a throwaway cluster of {len(c.hosts)} hosts is brought up "
@@ -46,6 +50,6 @@ class ClusterLauncher(HostsLauncher):
     def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
         return job_cluster(job).in_head(super().command(job, rank_argv, env))
 
-    def launcher_args(self, job: Job) -> list[str]:
+    def reach(self, job: Job) -> Reach:
         c = job_cluster(job)
-        return ["-launcher", "ssh", "-launcher-exec", c.hook, "-localhost", c.gateway]
+        return Reach(agent=c.hook, address=c.gateway, iface=IFACE)

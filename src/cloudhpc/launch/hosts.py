@@ -1,15 +1,17 @@
-"""hosts: ranks across the machines of a hosts file, started by Hydra over ssh."""
+"""hosts: ranks across the machines of a hosts file, started by the implementation's launcher
+over ssh (Hydra's proxies, PRRTE's daemons)."""
 
 from __future__ import annotations
 
 from ..errors import CloudhpcError
 from ..job import Job
-from .base import Launcher, venv_bin
-from .local import hydra_binding, hydra_env_args
+from ..mpi import Reach
+from .base import Launcher
 
 
 class HostsLauncher(Launcher):
     name = "hosts"
+    spans_hosts = True
 
     def slots(self, job: Job) -> int | None:
         hosts = self._hosts(job)
@@ -31,28 +33,18 @@ class HostsLauncher(Launcher):
             )
         return job.hosts[:nodes]
 
-    def launcher_args(self, job: Job) -> list[str]:
-        """How Hydra reaches the hosts to start its proxies."""
-        return ["-launcher", "ssh"]
+    def reach(self, job: Job) -> Reach:
+        """How the implementation's launcher reaches the hosts: ssh."""
+        return Reach()
 
     def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
         hosts = self._hosts(job)
         if job.layout_given:
             # t x m x n: exactly m ranks on each of the first n hosts.
-            spec = ",".join(f"{h.name}:{job.layout.procs_per_node}" for h in hosts)
+            slots = [(h.name, job.layout.procs_per_node) for h in hosts]
         else:
-            spec = ",".join(f"{h.name}:{h.slots}" for h in hosts)
-        return [
-            venv_bin("mpiexec"),
-            *self.launcher_args(job),
-            "-hosts",
-            spec,
-            "-n",
-            str(job.nprocs),
-            *hydra_binding(job),
-            *hydra_env_args(env),
-            *rank_argv,
-        ]
+            slots = [(h.name, h.slots) for h in hosts]
+        return self.implementation(job).hosts_command(job, slots, env, rank_argv, self.reach(job))
 
 
 _LOCAL_NAMES = {"localhost", "127.0.0.1", "::1"}

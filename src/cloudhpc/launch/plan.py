@@ -16,6 +16,10 @@ class LaunchPlan:
     nprocs: int
     hosts: tuple[Host, ...] = ()
     notes: list[str] = field(default_factory=list)
+    mpi: str = "mpich"  # the implementation that starts the ranks (its leftovers, its noise)
+    # what the run record says: the environment as realised, the implementation and version
+    environment: dict = field(default_factory=dict)
+    mpi_info: dict = field(default_factory=dict)
 
     def render(self) -> str:
         """Shell-ready text for --dry-run: the variables, then the command."""

@@ -25,6 +25,7 @@ from ..context import CONTROL_DIR_VAR, CONTROL_PREFIX, register_temporary, remov
 from ..envs import get_environment
 from ..errors import CloudhpcError, EnvironmentFailure, RunFailed
 from ..job import Job
+from ..mpi import get_implementation
 from ..procs import (
     all_pids,
     descendants,
@@ -63,6 +64,8 @@ class Outcome:
     wall_s: float
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None  # a rank's own report of why it stopped
+    # lines the MPI launcher prints when it tears a job down (they repeat the rank's message)
+    noise: tuple[str, ...] = ()
 
 
 @contextmanager
@@ -85,14 +88,8 @@ def plan_job(
     return plan
 
 
-# Lines Hydra prints when it tears a job down; they repeat what the rank's own message says.
-_HYDRA_NOISE = ("=====", "BAD TERMINATION", "PID ", "RUNNING AT ", "EXIT CODE", "CLEANING UP")
-
-
-def _filter_noise(text: str) -> str:
-    keep = [
-        ln for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(_HYDRA_NOISE)
-    ]
+def _filter_noise(text: str, noise: tuple[str, ...]) -> str:
+    keep = [ln for ln in text.splitlines() if ln.strip() and not ln.strip().startswith(noise)]
     return "\n".join(keep)
 
 
@@ -168,7 +165,8 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
     # Every process of the run inherits this entry, however deep: procs.end_tagged finds them by it.
     token = f"{CONTROL_DIR_VAR}={control_dir}"
     t0 = time.perf_counter()
-    topology = HydraTopology()
+    mpi = get_implementation(plan.mpi)
+    topology = HydraTopology(mpi.leftover_prefix)
     try:
         proc = subprocess.Popen(
             plan.argv,
@@ -196,7 +194,7 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
             target=lambda: stderr_chunks.append(proc.stderr.read()), daemon=True
         )
         reader.start()
-        outcome = Outcome(returncode=0, stderr="", wall_s=0.0)
+        outcome = Outcome(returncode=0, stderr="", wall_s=0.0, noise=mpi.noise_prefixes)
 
         def expire() -> None:
             timed_out.set()
@@ -290,29 +288,33 @@ def end_job(proc: subprocess.Popen, token: str, topology: HydraTopology | None =
 
 
 class HydraTopology:
-    """The files Hydra's proxies write the node's hwloc topology to for the ranks
-    (/tmp/hydra_hwloc_xmlfile_*). A proxy removes its file when it exits, but one killed (by
-    MPI_Abort, or with a job cloudhpc ends) cannot. remove() deletes, when the job is over, the
-    files that appeared since it started and that no process holds open any more (a live
-    proxy of another job holds its own), and those the job held when cloudhpc killed it."""
+    """The files an implementation's launcher may leave (MPICH: Hydra's proxies write the node's
+    hwloc topology to /tmp/hydra_hwloc_xmlfile_* for the ranks; `prefix` says which, "" none).
+    A proxy removes its file when it exits, but one killed (by MPI_Abort, or with a job cloudhpc
+    ends) cannot. remove() deletes, when the job is over, the files that appeared since it
+    started and that no process holds open any more (a live proxy of another job holds its
+    own), and those the job held when cloudhpc killed it."""
 
-    PREFIX = "/tmp/hydra_hwloc_xmlfile_"
     REGISTER_AFTER_S = (0.5, 1.5, 3.0)  # pauses between looks (proxies start with the job)
 
-    def __init__(self) -> None:
+    def __init__(self, prefix: str = "/tmp/hydra_hwloc_xmlfile_") -> None:
+        self.prefix = prefix
         self._before = self._present()
         self.paths: set[str] = set()
 
     def _present(self) -> set[str]:
-        return set(glob.glob(self.PREFIX + "*"))
+        return set(glob.glob(self.prefix + "*")) if self.prefix else set()
 
     def scan(self, pids: set[int]) -> None:
         """Note the files `pids` hold (before they are killed, when their fds still say)."""
-        self.paths |= open_files(pids, self.PREFIX)
+        if self.prefix:
+            self.paths |= open_files(pids, self.prefix)
 
     def register(self, proc: subprocess.Popen, control_dir: str) -> None:
         """Register the job's files as the run's temporaries, looking a few times while the job
         starts: if cloudhpc is SIGKILLed, the next run's sweep removes them with the rest."""
+        if not self.prefix:
+            return
 
         def watch() -> None:
             noted: set[str] = set()
@@ -320,16 +322,18 @@ class HydraTopology:
                 time.sleep(delay)
                 if proc.poll() is not None:
                     return
-                for path in open_files(descendants(proc.pid) | {proc.pid}, self.PREFIX) - noted:
+                for path in open_files(descendants(proc.pid) | {proc.pid}, self.prefix) - noted:
                     register_temporary(path, control_dir)
                     noted.add(path)
 
         threading.Thread(target=watch, daemon=True).start()
 
     def remove(self) -> None:
+        if not self.prefix:
+            return
         new = self._present() - self._before - self.paths
         if new:  # normally none: every proxy removed its own
-            new -= open_files(all_pids(), self.PREFIX)
+            new -= open_files(all_pids(), self.prefix)
         for path in self.paths | new:
             try:
                 os.unlink(path)
@@ -348,7 +352,7 @@ def raise_for_failure(outcome: Outcome) -> None:
         raise RunFailed(err["message"])
     if outcome.returncode == 0 and outcome.result is not None:
         return
-    shown = _filter_noise(outcome.stderr)
+    shown = _filter_noise(outcome.stderr, outcome.noise)
     if shown:
         print(shown, file=sys.stderr)
     if err:

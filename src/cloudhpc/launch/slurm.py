@@ -10,6 +10,7 @@ from .base import Launcher
 
 class SlurmLauncher(Launcher):
     name = "slurm"
+    spans_hosts = True
 
     def slots(self, job: Job) -> int | None:
         # CPUs of the allocation: tasks x cpus per task (both as Slurm exports them).
@@ -22,7 +23,8 @@ class SlurmLauncher(Launcher):
     def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
         lay = job.layout
         # a rank that fails exits without MPI_Finalize (worker._fail): end the whole step then
-        argv = ["srun", "--mpi=pmi2", "--kill-on-bad-exit=1", f"--ntasks={job.nprocs}"]
+        mpi = self.implementation(job)
+        argv = ["srun", f"--mpi={mpi.srun_mpi}", "--kill-on-bad-exit=1", f"--ntasks={job.nprocs}"]
         if job.layout_given:
             argv += [f"--nodes={lay.nodes}", f"--ntasks-per-node={lay.procs_per_node}"]
         argv.append(f"--cpus-per-task={lay.threads}")

@@ -1,7 +1,9 @@
-"""Build the PMPI interposition library with the venv's mpicc on first use, then reuse it.
+"""Build the PMPI interposition library with an MPI implementation's mpicc on first use, then
+reuse it.
 
-The shared object lives in a per-user cache, keyed by a hash of the C source and of the MPI
-compiler wrapper (its flags and the MPICH version), so a new MPICH or an edited source rebuilds.
+The shared object lives in a per-user cache, keyed by a hash of the C source and of the
+implementation's compiler wrapper (its name, its flags and its version), so another
+implementation, a new version or an edited source rebuilds.
 It is compiled to a temporary name and renamed into place: ranks, tests and users building at
 the same time each produce a whole library and never load a half-written one.
 """
@@ -16,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import CloudhpcError
-from ..launch.base import venv_bin
+from ..mpi import MpiImplementation, get_implementation
 
 SOURCE_NAME = "pmpi_prof.c"
 LIBRARY_NAME = "libcloudhpc_pmpi.so"
@@ -34,23 +36,14 @@ def _source() -> bytes:
     return resources.files("cloudhpc.profile").joinpath(SOURCE_NAME).read_bytes()
 
 
-def _compiler_identity(mpicc: str) -> str:
-    """What changes the binary besides the source: the wrapper's flags and the MPI version."""
-    parts = []
-    for cmd in ([mpicc, "-show"], [venv_bin("mpichversion")]):
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-            parts.append(r.stdout)
-        except OSError:
-            parts.append("")
-    return "\n".join(parts)
-
-
-def library_path(rebuild: bool = False) -> Path:
-    """The path of a built profiling library, compiling it if this source has no build yet."""
-    mpicc = venv_bin("mpicc")
+def library_path(mpi: MpiImplementation | None = None, rebuild: bool = False) -> Path:
+    """The path of the profiling library built with `mpi`'s mpicc (default: the venv's MPICH),
+    compiling it if this source has no build for that implementation yet."""
+    mpi = mpi or get_implementation()
+    mpicc = mpi.tool("mpicc")
     src = _source()
-    key = hashlib.sha256(src + _compiler_identity(mpicc).encode()).hexdigest()[:16]
+    identity = f"{mpi.name}\n{mpicc}\n{mpi.compiler_identity()}"
+    key = hashlib.sha256(src + identity.encode()).hexdigest()[:16]
     target = cache_root() / "pmpi" / key / LIBRARY_NAME
     if target.exists() and not rebuild:
         return target
@@ -64,8 +57,9 @@ def library_path(rebuild: bool = False) -> Path:
         c_file.write_bytes(src)
         out = Path(tmp) / LIBRARY_NAME
         cmd = [mpicc, "-shared", "-fPIC", "-O2", "-o", str(out), str(c_file)]
+        env = {**os.environ, **mpi.compiler_variables()}
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
         except OSError as e:
             raise CloudhpcError(f"cannot run the MPI compiler {mpicc}: {e.strerror}") from None
         if r.returncode != 0:

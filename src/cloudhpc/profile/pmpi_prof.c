@@ -9,7 +9,8 @@
  * `rank-NNNNN.trace` (packed struct trace_event records) at finalize.
  *
  * Both the int-count and the MPI-4 large-count (_c) variants are wrapped and reported under the
- * same name: mpi4py 4 calls the _c variants (MPI_Send_c, MPI_Allreduce_c, ...).
+ * same name: mpi4py 4 calls the _c variants (MPI_Send_c, MPI_Allreduce_c, ...). An MPI-3.1
+ * library (Open MPI 5.0) has no _c variants: only the int-count wrappers are built for it.
  *
  * Conventions (see docs/profile-schema.md): bytes = count x type size; receives use the
  * status's actual count; point-to-point peers are recorded as MPI_COMM_WORLD ranks. Counters
@@ -24,6 +25,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#define HAVE_LARGE_COUNT (MPI_VERSION >= 4)
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
@@ -174,14 +176,22 @@ static inline void record(int f, tick_t t0, tick_t t1, uint64_t s, uint64_t r, i
 static inline uint64_t tsize(MPI_Datatype t) {
     MPI_Count s = 0;
     if (t == MPI_DATATYPE_NULL) return 0;
+#if HAVE_LARGE_COUNT
     PMPI_Type_size_c(t, &s);
+#else
+    PMPI_Type_size_x(t, &s);
+#endif
     return s > 0 ? (uint64_t)s : 0;
 }
 
 static inline uint64_t status_bytes(const MPI_Status *st) {
     MPI_Count n = 0;
     if (st->MPI_SOURCE == MPI_PROC_NULL) return 0;
+#if HAVE_LARGE_COUNT
     PMPI_Get_count_c(st, MPI_BYTE, &n);
+#else
+    PMPI_Get_elements_x(st, MPI_BYTE, &n);
+#endif
     return n > 0 ? (uint64_t)n : 0;
 }
 
@@ -563,13 +573,21 @@ int MPI_Comm_free(MPI_Comm *comm) {
         return rc;                                                                           \
     }
 W_SEND(Send, , int)
+#if HAVE_LARGE_COUNT
 W_SEND(Send, _c, MPI_Count)
+#endif
 W_SEND(Ssend, , int)
+#if HAVE_LARGE_COUNT
 W_SEND(Ssend, _c, MPI_Count)
+#endif
 W_SEND(Rsend, , int)
+#if HAVE_LARGE_COUNT
 W_SEND(Rsend, _c, MPI_Count)
+#endif
 W_SEND(Bsend, , int)
+#if HAVE_LARGE_COUNT
 W_SEND(Bsend, _c, MPI_Count)
+#endif
 
 #define W_ISEND(N, S, CNT)                                                                   \
     int MPI_##N##S(const void *buf, CNT count, MPI_Datatype dt, int dest, int tag,           \
@@ -583,13 +601,21 @@ W_SEND(Bsend, _c, MPI_Count)
         return rc;                                                                           \
     }
 W_ISEND(Isend, , int)
+#if HAVE_LARGE_COUNT
 W_ISEND(Isend, _c, MPI_Count)
+#endif
 W_ISEND(Issend, , int)
+#if HAVE_LARGE_COUNT
 W_ISEND(Issend, _c, MPI_Count)
+#endif
 W_ISEND(Irsend, , int)
+#if HAVE_LARGE_COUNT
 W_ISEND(Irsend, _c, MPI_Count)
+#endif
 W_ISEND(Ibsend, , int)
+#if HAVE_LARGE_COUNT
 W_ISEND(Ibsend, _c, MPI_Count)
+#endif
 
 #define W_RECV(S, CNT)                                                                       \
     int MPI_Recv##S(void *buf, CNT count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,  \
@@ -605,7 +631,9 @@ W_ISEND(Ibsend, _c, MPI_Count)
         return rc;                                                                           \
     }
 W_RECV(, int)
+#if HAVE_LARGE_COUNT
 W_RECV(_c, MPI_Count)
+#endif
 
 /* Irecv: counted when posted; its bytes and source are added when the request completes. */
 #define W_IRECV(S, CNT)                                                                      \
@@ -624,7 +652,9 @@ W_RECV(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_IRECV(, int)
+#if HAVE_LARGE_COUNT
 W_IRECV(_c, MPI_Count)
+#endif
 
 #define W_SENDRECV(S, CNT)                                                                   \
     int MPI_Sendrecv##S(const void *sbuf, CNT scount, MPI_Datatype stype, int dest, int stag, \
@@ -644,7 +674,9 @@ W_IRECV(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_SENDRECV(, int)
+#if HAVE_LARGE_COUNT
 W_SENDRECV(_c, MPI_Count)
+#endif
 
 #define W_SENDRECV_REPLACE(S, CNT)                                                           \
     int MPI_Sendrecv_replace##S(void *buf, CNT count, MPI_Datatype dt, int dest, int stag,   \
@@ -663,7 +695,9 @@ W_SENDRECV(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_SENDRECV_REPLACE(, int)
+#if HAVE_LARGE_COUNT
 W_SENDRECV_REPLACE(_c, MPI_Count)
+#endif
 
 int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
     tick_t t0 = now();
@@ -717,7 +751,9 @@ int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg,
         return rc;                                                                           \
     }
 W_MRECV(, int)
+#if HAVE_LARGE_COUNT
 W_MRECV(_c, MPI_Count)
+#endif
 
 #define W_IMRECV(S, CNT)                                                                     \
     int MPI_Imrecv##S(void *buf, CNT count, MPI_Datatype dt, MPI_Message *msg,               \
@@ -733,7 +769,9 @@ W_MRECV(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_IMRECV(, int)
+#if HAVE_LARGE_COUNT
 W_IMRECV(_c, MPI_Count)
+#endif
 
 /* ---- completion ------------------------------------------------------------------------- */
 int MPI_Wait(MPI_Request *req, MPI_Status *status) {
@@ -903,7 +941,9 @@ int MPI_Barrier(MPI_Comm comm) {
         return rc;                                                                           \
     }
 W_BCAST(, int)
+#if HAVE_LARGE_COUNT
 W_BCAST(_c, MPI_Count)
+#endif
 
 #define W_REDUCE(S, CNT)                                                                     \
     int MPI_Reduce##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt, MPI_Op op,   \
@@ -916,7 +956,9 @@ W_BCAST(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_REDUCE(, int)
+#if HAVE_LARGE_COUNT
 W_REDUCE(_c, MPI_Count)
+#endif
 
 #define W_ALLRED(N, S, CNT)                                                                  \
     int MPI_##N##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt, MPI_Op op,      \
@@ -929,11 +971,17 @@ W_REDUCE(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_ALLRED(Allreduce, , int)
+#if HAVE_LARGE_COUNT
 W_ALLRED(Allreduce, _c, MPI_Count)
+#endif
 W_ALLRED(Scan, , int)
+#if HAVE_LARGE_COUNT
 W_ALLRED(Scan, _c, MPI_Count)
+#endif
 W_ALLRED(Exscan, , int)
+#if HAVE_LARGE_COUNT
 W_ALLRED(Exscan, _c, MPI_Count)
+#endif
 
 #define W_GATHER(S, CNT)                                                                     \
     int MPI_Gather##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,          \
@@ -949,7 +997,9 @@ W_ALLRED(Exscan, _c, MPI_Count)
         return rc;                                                                           \
     }
 W_GATHER(, int)
+#if HAVE_LARGE_COUNT
 W_GATHER(_c, MPI_Count)
+#endif
 
 #define W_SCATTER(S, CNT)                                                                    \
     int MPI_Scatter##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,         \
@@ -965,7 +1015,9 @@ W_GATHER(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_SCATTER(, int)
+#if HAVE_LARGE_COUNT
 W_SCATTER(_c, MPI_Count)
+#endif
 
 #define W_ALLGATHER(N, S, CNT, MULT_SEND)                                                    \
     int MPI_##N##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf, CNT rcount, \
@@ -980,9 +1032,13 @@ W_SCATTER(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_ALLGATHER(Allgather, , int, 0)
+#if HAVE_LARGE_COUNT
 W_ALLGATHER(Allgather, _c, MPI_Count, 0)
+#endif
 W_ALLGATHER(Alltoall, , int, 1)
+#if HAVE_LARGE_COUNT
 W_ALLGATHER(Alltoall, _c, MPI_Count, 1)
+#endif
 
 #define SUM_COUNTS(counts, n, out)                                                           \
     do {                                                                                     \
@@ -1010,7 +1066,9 @@ W_ALLGATHER(Alltoall, _c, MPI_Count, 1)
         return rc;                                                                           \
     }
 W_GATHERV(, int, int)
+#if HAVE_LARGE_COUNT
 W_GATHERV(_c, MPI_Count, MPI_Aint)
+#endif
 
 #define W_SCATTERV(S, CNT, DISP)                                                             \
     int MPI_Scatterv##S(const void *sbuf, const CNT scounts[], const DISP displs[],          \
@@ -1032,7 +1090,9 @@ W_GATHERV(_c, MPI_Count, MPI_Aint)
         return rc;                                                                           \
     }
 W_SCATTERV(, int, int)
+#if HAVE_LARGE_COUNT
 W_SCATTERV(_c, MPI_Count, MPI_Aint)
+#endif
 
 #define W_ALLGATHERV(S, CNT, DISP)                                                           \
     int MPI_Allgatherv##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,      \
@@ -1050,7 +1110,9 @@ W_SCATTERV(_c, MPI_Count, MPI_Aint)
         return rc;                                                                           \
     }
 W_ALLGATHERV(, int, int)
+#if HAVE_LARGE_COUNT
 W_ALLGATHERV(_c, MPI_Count, MPI_Aint)
+#endif
 
 #define W_ALLTOALLV(S, CNT, DISP)                                                            \
     int MPI_Alltoallv##S(const void *sbuf, const CNT scounts[], const DISP sdispls[],        \
@@ -1074,7 +1136,9 @@ W_ALLGATHERV(_c, MPI_Count, MPI_Aint)
         return rc;                                                                           \
     }
 W_ALLTOALLV(, int, int)
+#if HAVE_LARGE_COUNT
 W_ALLTOALLV(_c, MPI_Count, MPI_Aint)
+#endif
 
 #define W_REDSCAT(S, CNT)                                                                    \
     int MPI_Reduce_scatter##S(const void *sbuf, void *rbuf, const CNT rcounts[],             \
@@ -1090,7 +1154,9 @@ W_ALLTOALLV(_c, MPI_Count, MPI_Aint)
         return rc;                                                                           \
     }
 W_REDSCAT(, int)
+#if HAVE_LARGE_COUNT
 W_REDSCAT(_c, MPI_Count)
+#endif
 
 #define W_REDSCAT_BLOCK(S, CNT)                                                              \
     int MPI_Reduce_scatter_block##S(const void *sbuf, void *rbuf, CNT rcount,                \
@@ -1104,7 +1170,9 @@ W_REDSCAT(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_REDSCAT_BLOCK(, int)
+#if HAVE_LARGE_COUNT
 W_REDSCAT_BLOCK(_c, MPI_Count)
+#endif
 
 /* ---- nonblocking collectives: counted and sized when posted (bytes as the blocking call); the
  * time of the call itself only, the wait is in MPI_Wait / MPI_Test. */
@@ -1127,7 +1195,9 @@ int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
         return rc;                                                                           \
     }
 W_IBCAST(, int)
+#if HAVE_LARGE_COUNT
 W_IBCAST(_c, MPI_Count)
+#endif
 
 #define W_IREDUCE(S, CNT)                                                                    \
     int MPI_Ireduce##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt, MPI_Op op,  \
@@ -1140,7 +1210,9 @@ W_IBCAST(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_IREDUCE(, int)
+#if HAVE_LARGE_COUNT
 W_IREDUCE(_c, MPI_Count)
+#endif
 
 #define W_IALLRED(S, CNT)                                                                    \
     int MPI_Iallreduce##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt,          \
@@ -1153,7 +1225,9 @@ W_IREDUCE(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_IALLRED(, int)
+#if HAVE_LARGE_COUNT
 W_IALLRED(_c, MPI_Count)
+#endif
 
 #define W_IGATHER(S, CNT)                                                                    \
     int MPI_Igather##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,         \
@@ -1170,7 +1244,9 @@ W_IALLRED(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_IGATHER(, int)
+#if HAVE_LARGE_COUNT
 W_IGATHER(_c, MPI_Count)
+#endif
 
 #define W_ISCATTER(S, CNT)                                                                   \
     int MPI_Iscatter##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,        \
@@ -1187,7 +1263,9 @@ W_IGATHER(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_ISCATTER(, int)
+#if HAVE_LARGE_COUNT
 W_ISCATTER(_c, MPI_Count)
+#endif
 
 #define W_IALLGATHER(N, S, CNT, MULT_SEND)                                                   \
     int MPI_##N##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf, CNT rcount, \
@@ -1202,6 +1280,10 @@ W_ISCATTER(_c, MPI_Count)
         return rc;                                                                           \
     }
 W_IALLGATHER(Iallgather, , int, 0)
+#if HAVE_LARGE_COUNT
 W_IALLGATHER(Iallgather, _c, MPI_Count, 0)
+#endif
 W_IALLGATHER(Ialltoall, , int, 1)
+#if HAVE_LARGE_COUNT
 W_IALLGATHER(Ialltoall, _c, MPI_Count, 1)
+#endif

@@ -28,6 +28,7 @@ from ..launch.runner import (
     raise_for_failure,
     run_plan,
 )
+from ..mpi import get_implementation
 from ..results.store import check_writable, files_dir, make_record, now_utc, write_record
 from . import plots, report
 from .build import library_path
@@ -64,8 +65,9 @@ def resolve_program(argv: list[str]) -> list[str]:
     return [found, *argv[1:]]
 
 
-def profiling_env(rank_dir: Path, trace: bool) -> dict[str, str]:
-    lib = str(library_path())
+def profiling_env(rank_dir: Path, trace: bool, mpi: str | None = None) -> dict[str, str]:
+    """What every rank needs to be profiled: the library built for the job's implementation."""
+    lib = str(library_path(get_implementation(mpi)))
     preload = os.environ.get("LD_PRELOAD")
     return {
         "LD_PRELOAD": f"{lib}:{preload}" if preload else lib,
@@ -75,7 +77,7 @@ def profiling_env(rank_dir: Path, trace: bool) -> dict[str, str]:
 
 
 def dry_run_plan(job: Job, program_argv: list[str] | None, trace: bool):
-    env = profiling_env(Path(job.results_dir) / "<record id>.files" / "ranks", trace)
+    env = profiling_env(Path(job.results_dir) / "<record id>.files" / "ranks", trace, job.mpi)
     with provisioned(job, dry_run=True) as ready:
         return plan_job(ready, program_argv, env, preflight=False)
 
@@ -98,7 +100,7 @@ def run_profiled(
         os.chmod(staging, dir_mode())  # mkdtemp's 0700 would stay on the kept <id>.files
         rank_dir = staging / "ranks"
         rank_dir.mkdir()
-        env = profiling_env(rank_dir, trace)
+        env = profiling_env(rank_dir, trace, job.mpi)
         started = now_utc()
         # program_argv None: the launcher starts its normal worker running job.app
         with provisioned(job) as job:  # --env capped:RATE: a cluster for the run
@@ -125,6 +127,8 @@ def run_profiled(
             record_body(profile, outputs, outcome, program_argv is None),
             started=started,
             launch={"argv": plan.argv, "env": plan.env, "wall_s": round(outcome.wall_s, 3)},
+            env=plan.environment,
+            mpi=plan.mpi_info,
             nodes=sorted({r.host for r in profile.ranks if r.host}),
         )
         if outcome.returncode != 0:

@@ -1,0 +1,166 @@
+"""What every MPI implementation says about itself: one class, one instance per implementation.
+
+The rest of cloudhpc never writes an implementation's names (MPIR_CVAR_*, OMPI_MCA_*, I_MPI_*,
+-genv, -x, --bind-to); it asks the job's implementation:
+
+- where it lives (`prefix`, `tool`), whether it is installed, its version;
+- what every rank needs so that mpi4py loads this library (`runtime_variables`);
+- the variables that realise a transport (`transport_variables`: shared memory or not, TCP on
+  which interface);
+- its mpiexec argv on one machine (`local_command`) and across hosts (`hosts_command`, with
+  `Reach`: how its launcher reaches the hosts, over ssh or the emulated cluster's hook);
+- what its compiler wrapper needs (`compiler_variables`) and which files its launcher may leave.
+
+Model: mpi4py's `_mpiabi.py` (one table of what differs between MPI libraries, looked up in one
+place) and ReFrame's launchers (a class per launcher, a method that returns argv).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CloudhpcError
+from ..job import Job
+from ..registry import Registry
+
+
+@dataclass(frozen=True)
+class Transport:
+    """How ranks must reach each other for one run.
+
+    shared_memory: ranks on one host share memory (native, capped) or talk through TCP/IP even
+    then (vm-net). iface: the network interface TCP traffic must use ("lo" when every rank is on
+    this machine, "chpc0" on an emulated cluster's hosts; None: the library chooses). spans_hosts:
+    the ranks may be on several hosts, so traffic between hosts crosses a network."""
+
+    shared_memory: bool = True
+    iface: str | None = None
+    spans_hosts: bool = False
+
+
+@dataclass(frozen=True)
+class Reach:
+    """How an implementation's launcher reaches the hosts to start its daemons there.
+
+    agent: a program called exactly as ssh would be (`[options] HOST COMMAND...`), None for ssh
+    itself; address: the address on the hosts' network where the daemons find the launcher;
+    iface: that network's interface name (on the launching node)."""
+
+    agent: str | None = None
+    address: str | None = None
+    iface: str | None = None
+
+
+class MpiImplementation:
+    name: str = ""  # the registry name: --mpi NAME
+    title: str = ""  # as its authors write it
+    packages: tuple[str, ...] = ()  # its PyPI distributions, pinned ("" for the venv's own)
+    # Files its launcher may leave in the temporary directory when its processes are killed
+    # (a prefix; "" for none); the runner removes those a run created.
+    leftover_prefix: str = ""
+    # Lines its launcher prints when it tears a job down; they repeat what the rank said.
+    noise_prefixes: tuple[str, ...] = ()
+    # srun --mpi=TYPE inside a Slurm allocation
+    srun_mpi: str = "pmi2"
+
+    # ---- where it lives --------------------------------------------------------------------
+    def prefix(self) -> Path:
+        raise NotImplementedError
+
+    def tool(self, name: str) -> str:
+        """The path of one of its programs (mpiexec, mpicc, ...)."""
+        return str(self.prefix() / "bin" / name)
+
+    def installed(self) -> bool:
+        return os.access(self.tool("mpiexec"), os.X_OK)
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def ensure_installed(self, say=None) -> None:
+        """Install it if it is not there yet (`say` tells the user it is happening)."""
+        if not self.installed():
+            raise CloudhpcError(f"{self.title} is not installed (no {self.tool('mpiexec')})")
+
+    def describe(self) -> dict[str, str]:
+        """What a run record says about the implementation (rank 0 adds the library's own)."""
+        return {"name": self.name, "version": self.version()}
+
+    # ---- what ranks and tools need ---------------------------------------------------------
+    def runtime_variables(self) -> dict[str, str]:
+        """Exported to every rank: what makes mpi4py (and a C program) load this library."""
+        return {}
+
+    def compiler_variables(self) -> dict[str, str]:
+        """What its compiler wrapper (mpicc) needs in its environment."""
+        return {}
+
+    def compiler_identity(self) -> str:
+        """Text that changes when a program compiled with its mpicc would (flags, version)."""
+        return self.version()
+
+    def transport_variables(self, transport: Transport) -> dict[str, str]:
+        raise NotImplementedError
+
+    # ---- mpiexec ---------------------------------------------------------------------------
+    def env_args(self, env: dict[str, str]) -> list[str]:
+        """Every variable on the command line, so the argv alone says what each rank gets."""
+        raise NotImplementedError
+
+    def binding_args(self, job: Job) -> list[str]:
+        return []
+
+    def local_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
+        """mpiexec starting job.nprocs ranks on this machine."""
+        raise NotImplementedError
+
+    def hosts_command(
+        self,
+        job: Job,
+        hosts: Sequence[tuple[str, int]],
+        env: dict[str, str],
+        rank_argv: list[str],
+        reach: Reach,
+    ) -> list[str]:
+        """mpiexec starting job.nprocs ranks on hosts: `hosts` are (host, slots) in rank order
+        (a host may come back); ranks fill them in that order, the first slots of the first
+        entry taking ranks 0, 1, ... (see `fill`)."""
+        raise NotImplementedError
+
+
+def fill(hosts: Sequence[tuple[str, int]], nprocs: int) -> list[tuple[str, int]]:
+    """The ranks each entry gets when `nprocs` ranks fill `hosts` in order (entries left empty
+    are dropped): fill([("a", 2), ("b", 2)], 3) == [("a", 2), ("b", 1)]."""
+    out: list[tuple[str, int]] = []
+    left = nprocs
+    for host, slots in hosts:
+        if left <= 0:
+            break
+        n = min(slots, left)
+        out.append((host, n))
+        left -= n
+    return out
+
+
+IMPLEMENTATIONS = Registry("MPI implementation")
+DEFAULT = "mpich"
+
+
+def register_implementation(impl: MpiImplementation) -> None:
+    IMPLEMENTATIONS.register(impl.name, impl)
+
+
+def get_implementation(name: str | None = None) -> MpiImplementation:
+    """The implementation called `name` (default: the venv's MPICH); one line for unknown."""
+    name = name or DEFAULT
+    item = IMPLEMENTATIONS.lookup(name)
+    if isinstance(item, type):  # registered as "module:Class": made once, on first use
+        item = IMPLEMENTATIONS[name] = item()
+    return item
+
+
+def implementation_names() -> list[str]:
+    return sorted(IMPLEMENTATIONS)

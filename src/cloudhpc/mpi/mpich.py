@@ -1,0 +1,125 @@
+"""MPICH from the `mpich` wheel in cloudhpc's own venv (the default): Hydra's mpiexec, ch4.
+
+Transports (MPICH's control variables, read by every rank):
+- MPIR_CVAR_NOLOCAL=0 keeps the shared-memory path between ranks on one host; =1 turns it off,
+  so all traffic goes through the network module (vm-net);
+- MPIR_CVAR_CH4_NETMOD=ofi selects libfabric as that network module (the wheel also has UCX,
+  whose default transports include shared memory again: posix, sysv, cma; on an emulated
+  cluster UCX would also find the other namespaces' ranks on this machine and use shared memory,
+  past the capped links);
+- FI_PROVIDER=tcp makes libfabric use its TCP provider (kernel sockets), FI_TCP_IFACE the
+  interface (left to itself libfabric picks the first it finds, which may be the root end of an
+  emulated cluster's veth, with no address).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..job import Job
+from .base import MpiImplementation, Reach, Transport
+
+
+def venv_bin(name: str) -> str:
+    """A tool installed beside this Python (the mpich wheel puts mpiexec and mpicc there)."""
+    path = os.path.join(os.path.dirname(sys.executable), name)
+    return path if os.path.exists(path) else name
+
+
+class Mpich(MpiImplementation):
+    name = "mpich"
+    title = "MPICH"
+    packages = ("mpich",)  # a dependency of cloudhpc itself: in the venv already
+    leftover_prefix = "/tmp/hydra_hwloc_xmlfile_"
+    noise_prefixes = ("=====", "BAD TERMINATION", "PID ", "RUNNING AT ", "EXIT CODE", "CLEANING UP")
+    srun_mpi = "pmi2"
+
+    def prefix(self) -> Path:
+        return Path(sys.executable).parent.parent
+
+    def tool(self, name: str) -> str:
+        return venv_bin(name)
+
+    def installed(self) -> bool:
+        return os.path.exists(os.path.join(os.path.dirname(sys.executable), "mpiexec"))
+
+    def version(self) -> str:
+        from importlib import metadata
+
+        try:
+            return metadata.version("mpich")
+        except metadata.PackageNotFoundError:
+            return "unknown"
+
+    def compiler_identity(self) -> str:
+        parts = []
+        for cmd in ([self.tool("mpicc"), "-show"], [self.tool("mpichversion")]):
+            try:
+                r = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+                parts.append(r.stdout)
+            except OSError:
+                parts.append("")
+        return "\n".join(parts)
+
+    def transport_variables(self, transport: Transport) -> dict[str, str]:
+        v = {"MPIR_CVAR_NOLOCAL": "0" if transport.shared_memory else "1"}
+        # TCP between all ranks (vm-net), or between the hosts of an emulated cluster
+        if not transport.shared_memory or (transport.spans_hosts and transport.iface):
+            v.update({"MPIR_CVAR_CH4_NETMOD": "ofi", "FI_PROVIDER": "tcp"})
+            if transport.iface:
+                v["FI_TCP_IFACE"] = transport.iface
+        return v
+
+    def env_args(self, env: dict[str, str]) -> list[str]:
+        args: list[str] = []
+        for key, value in sorted(env.items()):
+            args += ["-genv", key, value]
+        return args
+
+    def binding_args(self, job: Job) -> list[str]:
+        # With an explicit --layout, bind each rank to T cores. Without one, leave placement to
+        # the OS: Hydra would pin rank i to core i, and concurrent jobs would then all share
+        # core 0. Oversubscribed ranks are never pinned (they would pile onto the same cores).
+        if job.oversubscribe or not job.layout_given:
+            return []
+        return ["-bind-to", f"core:{job.layout.threads}"]
+
+    def local_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
+        return [
+            self.tool("mpiexec"),
+            "-n",
+            str(job.nprocs),
+            *self.binding_args(job),
+            *self.env_args(env),
+            *rank_argv,
+        ]
+
+    def hosts_command(
+        self,
+        job: Job,
+        hosts: Sequence[tuple[str, int]],
+        env: dict[str, str],
+        rank_argv: list[str],
+        reach: Reach,
+    ) -> list[str]:
+        # Hydra gives ranks to `host:n` entries in order, and a host may come back.
+        reach_args = ["-launcher", "ssh"]
+        if reach.agent:
+            reach_args += ["-launcher-exec", reach.agent]
+        if reach.address:
+            reach_args += ["-localhost", reach.address]
+        return [
+            self.tool("mpiexec"),
+            *reach_args,
+            "-hosts",
+            ",".join(f"{h}:{n}" for h, n in hosts),
+            "-n",
+            str(job.nprocs),
+            *self.binding_args(job),
+            *self.env_args(env),
+            *rank_argv,
+        ]
