@@ -4,12 +4,17 @@ Inputs must be regular readable files (a directory is named as one, not reported
 outputs must be creatable: their directory exists (or can be made, for output directories), is a
 directory, and accepts a new file (tried for real, so a read-only file system is caught even for
 root, whom permission bits do not stop).
+
+And the rule that an output never destroys an input (check_run_files): every command that writes
+files for the user hands its inputs and outputs here, resolved before anything starts.
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import CloudhpcError
@@ -82,3 +87,85 @@ def make_output_dir(path: str | os.PathLike, what: str = "output directory") -> 
     except OSError as e:
         raise CloudhpcError(f"cannot create {what} {path}: {e.strerror}") from None
     return p
+
+
+# ---- an output never destroys an input ----------------------------------------------------------
+Named = Sequence[tuple[str, "str | os.PathLike | None"]]  # (what the user called it, path)
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """The files a command reads and writes, as the user named them: `inputs` (files, or
+    directories read whole), `outputs` (files it creates or replaces) and `output_dirs`
+    (directories it fills). A `run` app's cli module returns one from `run_files(params)`."""
+
+    inputs: Named = ()
+    outputs: Named = ()
+    output_dirs: Named = ()
+
+
+def _resolved(path: str | os.PathLike) -> Path:
+    """The path with symlinks and `..` resolved (as far as it exists: an output may not yet)."""
+    return Path(os.path.realpath(os.path.abspath(path)))
+
+
+def _inside(path: Path, directory: Path) -> bool:
+    return path == directory or directory in path.parents
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """The same name once resolved, or two names of one existing file (a hard link)."""
+    if a == b:
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def check_run_files(
+    files: RunFiles, results: str | os.PathLike | Sequence[str | os.PathLike] | None = None
+) -> None:
+    """Refuse, with one line, a run whose outputs would destroy what it reads or keeps: an output
+    that is one of its inputs (or inside an input directory), two outputs that are one file, an
+    output directory that holds an input, or an output inside the results store `results`
+    (records are never rewritten). Paths are compared after resolving symlinks and `..`."""
+    inputs = [(w, str(p), _resolved(p)) for w, p in files.inputs if p]
+    outs = [(w, str(p), _resolved(p)) for w, p in files.outputs if p]
+    dirs = [(w, str(p), _resolved(p)) for w, p in files.output_dirs if p]
+    stores = [results] if isinstance(results, str | os.PathLike) else list(results or [])
+    for what, given, path in outs:
+        for in_what, in_given, in_path in inputs:
+            if _same_file(path, in_path):
+                raise CloudhpcError(
+                    f"{what} {given} is the same file as {in_what} {in_given}: an output never "
+                    "replaces an input; write it elsewhere"
+                )
+            if in_path.is_dir() and _inside(path, in_path):
+                raise CloudhpcError(
+                    f"{what} {given} is inside the {in_what} {in_given}, which the run reads; "
+                    "write it elsewhere"
+                )
+    for i, (what, given, path) in enumerate(outs):
+        for other_what, other_given, other in outs[i + 1 :]:
+            if _same_file(path, other):
+                raise CloudhpcError(
+                    f"{what} {given} and {other_what} {other_given} are the same file: give "
+                    "each output a name of its own"
+                )
+    for what, given, path in dirs:
+        for in_what, in_given, in_path in inputs:
+            if _inside(in_path, path) or _inside(path, in_path):
+                raise CloudhpcError(
+                    f"{what} {given} holds the {in_what} {in_given}: an output directory "
+                    "never holds the run's inputs; write the outputs elsewhere"
+                )
+    for store in stores:
+        if not store:
+            continue
+        for what, given, path in outs + dirs:
+            if _inside(path, _resolved(store)):
+                raise CloudhpcError(
+                    f"{what} {given} is inside the results store {store}: records are never "
+                    "rewritten; write it elsewhere"
+                )

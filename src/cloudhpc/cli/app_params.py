@@ -33,6 +33,7 @@ class ParamSpec:
     add_arguments: Callable[[argparse.ArgumentParser], None]
     params_from_args: Callable[[argparse.Namespace], dict[str, Any]]
     validate: Callable[[dict[str, Any], int], Any] | None = None
+    run_files: Callable[[dict[str, Any]], Any] | None = None  # paths.RunFiles of the params
 
 
 def run_app_spec(module: Any) -> ParamSpec:
@@ -48,7 +49,12 @@ def run_app_spec(module: Any) -> ParamSpec:
         params["check"] = bool(args.check)
         return params
 
-    return ParamSpec(add_arguments, params_from_args, getattr(module, "validate", None))
+    return ParamSpec(
+        add_arguments,
+        params_from_args,
+        getattr(module, "validate", None),
+        getattr(module, "run_files", None),
+    )
 
 
 def _find(parser: argparse.ArgumentParser, key: str) -> argparse.Action | None:

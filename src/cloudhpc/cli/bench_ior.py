@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from ..errors import CloudhpcError
+from ..paths import RunFiles, check_run_files
 from .common import add_launch_options, execute, job_from_args, record_footer
 from .parser import add_subparser
 from .ui import out, print_table
@@ -101,6 +102,9 @@ def handle(args: argparse.Namespace) -> int:
         raise CloudhpcError("--file names a volume's file; give --volume too")
     job = job_from_args(args, "bench.ior", params)
     resolved = validate(params, job.nprocs)
+    hosts = [("--hosts", args.hosts), ("--placement", getattr(args, "placement", None))]
+    tests = [("--path", params["path"])] if resolved["write"] and not args.volume else []
+    check_run_files(RunFiles(hosts, tests), job.results_dir)
     if manifest is not None:
         if cluster is not None and (not job.cluster or job.cluster["name"] != cluster.name):
             raise CloudhpcError(

@@ -18,7 +18,7 @@ from ..launch import LAUNCHERS, choose_launcher
 from ..launch.hostfile import read_hosts_file
 from ..launch.layout import parse_layout
 from ..launch.runner import plan_job, provisioned, raise_for_failure, run_plan
-from ..results.store import check_writable, make_record, now_utc, write_record
+from ..results.store import check_writable, make_record, now_utc, store_path, write_record
 from .ui import ProgressMonitor, err, out
 
 DEFAULT_RESULTS = "cloudhpc-results"
@@ -99,6 +99,7 @@ def job_from_args(
     engine_options: dict[str, Any] | None = None,
 ) -> Job:
     """Validate the launch options and build the immutable Job."""
+    store_path(args.results)  # '' would be the current directory
     if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
         raise CloudhpcError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
     layout = parse_layout(args.layout) if args.layout else None

@@ -87,7 +87,7 @@ def handle(args: argparse.Namespace) -> int:
     from ..cluster import check_ready, volumes
     from ..job import Host
     from ..launch.hostfile import read_hosts_file
-    from ..paths import check_output_file
+    from ..paths import RunFiles, check_output_file, check_run_files
     from ..placement import hydra_text, slurm_text
     from ..placement.for_volume import comments, plan, slot_hosts
 
@@ -96,9 +96,11 @@ def handle(args: argparse.Namespace) -> int:
     if args.segments < 1:
         raise CloudhpcError(f"--segments must be at least 1, got {args.segments}")
     block = volumes.parse_bytes(args.block, "--block") if args.block else None
-    for path, what in ((args.out, "--out"), (args.slurm_hostfile, "--slurm-hostfile")):
+    outputs = [("--out", args.out), ("--slurm-hostfile", args.slurm_hostfile)]
+    for what, path in outputs:
         if path:
             check_output_file(path, what)
+    check_run_files(RunFiles([("--hosts", args.hosts), ("--slots", args.slots)], outputs))
     cluster, manifest = volumes.find(args.volume)
     entry = volumes.file_entry(manifest, args.file)
     hosts = read_hosts_file(args.hosts) if args.hosts else None

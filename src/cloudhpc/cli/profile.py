@@ -12,13 +12,14 @@ import argparse
 import json
 import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from rich.table import Table
 
 from ..apps.registry import load_app
 from ..errors import CloudhpcError, RunFailed
 from ..launch.runner import raise_for_failure
-from ..paths import check_output_file
+from ..paths import RunFiles, check_output_file, check_run_files
 from ..profile import load_profile, report
 from ..profile.model import Profile
 from .app_params import ParamSpec, parse_params, run_app_spec
@@ -114,6 +115,8 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
         spec = _param_spec(args.app)
         params = parse_params(args.app, spec, target, nprocs, frozenset(args._own_options))
         job = job_from_args(args, args.app, params)
+        if spec is not None and spec.run_files is not None:
+            check_run_files(spec.run_files(params), job.results_dir)
         program = None
         record_params = {"app": args.app, "params": params, "trace": args.trace}
     else:
@@ -235,6 +238,22 @@ def pprof_table(title: str, rows: list[dict]) -> Table:
 
 
 # ---- stored profiles -------------------------------------------------------------------------
+def _check_compare_files(args: argparse.Namespace) -> None:
+    """`compare`'s outputs replace neither profile it reads, nor anything in a results store
+    those profiles are kept in (a record's .files directory beside it)."""
+    inputs, stores = [], []
+    for what, given in (("A", args.a), ("B", args.b)):
+        p = Path(given)
+        inputs.append((what, given))
+        files = p if p.suffix == ".files" else p.with_name(p.stem + ".files")
+        if files.is_dir():
+            inputs.append((what, str(files)))
+            stores.append(str(files.parent))
+    plots = [f"{args.plot}.{ext}" for ext in ("png", "svg")] if args.plot else []
+    outputs = [("--csv", args.csv)] + [("--plot", p) for p in plots]
+    check_run_files(RunFiles(inputs, outputs), stores)
+
+
 def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
     verb = target[0]
     p = Parser(prog=f"cloudhpc profile {verb}")
@@ -253,6 +272,7 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
     if verb == "compare":  # outputs checked before any work, as for runs
         check_output_file(args.csv, "--csv")
         check_output_file(args.plot and f"{args.plot}.png", "--plot")
+        _check_compare_files(args)
     if verb == "show":
         prof = load_profile(args.profile)
         if args.json:

@@ -13,6 +13,7 @@ from rich.markup import escape
 
 from ..atomic import atomic_file
 from ..errors import CloudhpcError
+from ..paths import RunFiles, check_output_file, check_run_files
 from ..results.store import filter_records, load_record, load_records, write_csv
 from .common import DEFAULT_RESULTS
 from .parser import add_subparser
@@ -103,10 +104,14 @@ def handle(args: argparse.Namespace) -> int:
         else:
             _show(rec)
         return 0
-    records = _selected(args)
     if action == "export":
         if args.json:
             raise CloudhpcError("`results export` writes CSV; use `results list --json` for JSON")
+        if args.csv != "-":
+            check_output_file(args.csv, "--csv")
+            check_run_files(RunFiles(outputs=[("--csv", args.csv)]), args.results)
+    records = _selected(args)
+    if action == "export":
         if args.csv == "-":
             write_csv(records, sys.stdout)
         else:

@@ -3,10 +3,11 @@
 The apps are cloudhpc's own (one package each in apps/) and any that other installed packages
 register (apps/registry.py). Each app's `cli` module is its command-line front end: HELP,
 add_arguments, params_from_args, validate(params, nprocs), optional exit_code and ENGINES (the
-contract is in docs/DEVELOPING.md). Options every app gets here (unless it defines them itself):
---engine, --check, and the launch options of cli/common.py; `params["check"]` is set from
---check. App CLI modules import heavy libraries (numba kernels, uproot, pyarrow) only in their
-job modules, so that building this parser stays fast.
+contract is in docs/DEVELOPING.md; optional run_files(params) names the files the app reads and
+writes, so that an output never replaces an input). Options every app gets here (unless it
+defines them itself): --engine, --check, and the launch options of cli/common.py;
+`params["check"]` is set from --check. App CLI modules import heavy libraries (numba kernels,
+uproot, pyarrow) only in their job modules, so that building this parser stays fast.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 from ..apps.registry import BUILTIN, load_app, run_apps
 from ..engines.registry import ENGINES, check_available
 from ..errors import CloudhpcError
+from ..paths import check_run_files
 from .common import add_launch_options, execute, job_from_args, record_footer
 from .parser import add_subparser, requested
 from .ui import err, out
@@ -90,6 +92,7 @@ def handle(args: argparse.Namespace) -> int:
     params["check"] = bool(args.check)
     params["engine"] = args.engine  # so that the app's validate can refuse a model an engine lacks
     job = job_from_args(args, args.app, params, engine=args.engine, engine_options=options)
+    check_app_files(module, params, job.results_dir)
     validate = getattr(module, "validate", None)
     if validate is not None:
         validate(params, job.nprocs)  # before any rank starts (the job checks again on its ranks)
@@ -103,6 +106,14 @@ def handle(args: argparse.Namespace) -> int:
         _print_timings(record)
         record_footer(record)
     return record["exit_code"]
+
+
+def check_app_files(module, params: dict, results: str) -> None:
+    """The app's inputs and outputs (its cli module's run_files), checked against each other and
+    the results store before launch: an output never destroys an input (paths.check_run_files)."""
+    run_files = getattr(module, "run_files", None)
+    if run_files is not None:
+        check_run_files(run_files(params), results)
 
 
 def _exit_code_hook(module) -> Callable[[dict], int]:

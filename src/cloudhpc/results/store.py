@@ -99,9 +99,16 @@ def _cluster(job: Job) -> dict[str, Any] | None:
     return Cluster.from_dict(job.cluster).describe()
 
 
+def store_path(results_dir: str | os.PathLike) -> Path:
+    """The results directory; an empty name is refused (Path('') would be the current one)."""
+    if not str(results_dir).strip():
+        raise CloudhpcError("--results is empty: give the results directory (or leave it out)")
+    return Path(results_dir)
+
+
 def check_writable(results_dir: str | os.PathLike) -> Path:
     """Fail before a run starts if its record could not be stored."""
-    path = Path(results_dir)
+    path = store_path(results_dir)
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):  # unnamed where the system allows: never left
@@ -191,7 +198,7 @@ def load_records(
 ) -> list[dict[str, Any]]:
     """Every record in the directory, oldest first. A damaged one (not UTF-8, not JSON, not an
     object, a field missing or of the wrong type) is skipped and named through `warn`."""
-    path = Path(results_dir)
+    path = store_path(results_dir)
     if not path.is_dir():
         raise CloudhpcError(f"no results directory at {path}")
     records = []
@@ -210,6 +217,7 @@ def load_records(
 def load_record(results_dir: str | os.PathLike, record_id: str) -> dict[str, Any]:
     """The record with this id, a unique prefix of it, or `last`: the record written last (by
     the file's time: `started_at` has whole seconds)."""
+    store_path(results_dir)
     if record_id == "last":
         if not Path(results_dir).is_dir():
             raise CloudhpcError(f"no results directory at {results_dir}")

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from ...errors import CloudhpcError
-from ...paths import check_input_file, check_output_dir
+from ...paths import RunFiles, check_input_file, check_output_dir
 
 HELP = "de novo genome assembly (seed 002 PGA): de Bruijn graph by map-reduce, BSP simplification"
 DESCRIPTION = (
@@ -141,6 +141,12 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "memory_check": not args.no_memory_check,
         "out": os.path.abspath(args.out),
     }
+
+
+def run_files(params: dict[str, Any]) -> RunFiles:
+    inputs = [("reads file", f) for f in input_files(params)]
+    return RunFiles(inputs + [("--reference", params.get("reference"))],
+                    output_dirs=[("--out", params.get("out"))])  # fmt: skip
 
 
 def input_files(params: dict[str, Any]) -> list[str]:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..graphs.options import ENGINES, add_graph_arguments, graph_params, validate_graph
+from ..graphs.options import (
+    ENGINES,
+    add_graph_arguments,
+    graph_params,
+    run_files,
+    validate_graph,
+)
 
 HELP = "connected components by HashMin (vertex program, bsp model)"
 DESCRIPTION = (
@@ -15,7 +21,7 @@ DESCRIPTION = (
     "nothing changes. --out VALUES.npy holds each vertex's component id (its smallest vertex id)."
 )
 MAIN = "cloudhpc.apps.components.job:main"
-__all__ = ["ENGINES", "HELP", "MAIN"]
+__all__ = ["ENGINES", "HELP", "MAIN", "run_files"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

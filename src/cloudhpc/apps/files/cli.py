@@ -23,7 +23,7 @@ import shutil
 from typing import Any
 
 from ...errors import CloudhpcError
-from ...paths import check_input_file, check_output_dir
+from ...paths import RunFiles, check_input_file, check_output_dir
 
 HELP = "map-only: run a program once per input file (CAP3-style)"
 DESCRIPTION = (
@@ -75,6 +75,12 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "schedule": args.schedule,
     }
     return params
+
+
+def run_files(params: dict[str, Any]) -> RunFiles:
+    return RunFiles(
+        [("input", p) for p in params.get("inputs") or []], output_dirs=[("--out", params["out"])]
+    )
 
 
 def exit_code(record: dict) -> int:

@@ -8,6 +8,7 @@ import os
 from typing import Any
 
 from ...errors import CloudhpcError
+from ...paths import RunFiles
 from ..arrays import check_output_path, check_seed
 from .inputs import check_edge_file
 
@@ -67,6 +68,10 @@ def graph_params(args: argparse.Namespace) -> dict[str, Any]:
         "out": absolute(args.out),
         "max_supersteps": args.max_supersteps,
     }
+
+
+def run_files(params: dict[str, Any]) -> RunFiles:
+    return RunFiles([("--edges", params.get("edges"))], [("--out", params.get("out"))])
 
 
 def validate_graph(params: dict[str, Any]) -> None:

@@ -23,7 +23,7 @@ import numpy as np
 
 from ...errors import CloudhpcError
 from ...models.spill import parse_bytes
-from ...paths import check_output_dir, check_output_file
+from ...paths import RunFiles, check_output_dir, check_output_file
 from ..arrays import check_seed
 from . import readers as io
 
@@ -91,6 +91,15 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
             "seed": args.seed,
         }
     return params
+
+
+def run_files(p: dict[str, Any]) -> RunFiles:
+    gen = p.get("generate") or {}
+    return RunFiles(
+        [("input", f) for f in p.get("inputs") or []],
+        [("--out", p.get("out"))],
+        [("--generate directory", gen.get("dir"))],
+    )
 
 
 def validate(p: dict[str, Any], nprocs: int = 1) -> None:

@@ -18,6 +18,7 @@ import argparse
 from typing import Any
 
 from ...errors import CloudhpcError
+from ...paths import RunFiles
 from ..arrays import check_output_path, check_seed
 from .inputs import check_inputs
 
@@ -73,6 +74,13 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "reread_static": bool(args.reread_static),
     }
     return params
+
+
+def run_files(params: dict[str, Any]) -> RunFiles:
+    return RunFiles(
+        [("--points", params.get("points")), ("--centers-in", params.get("centers_in"))],
+        [("--centers-out", params.get("centers_out"))],
+    )
 
 
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:

@@ -18,6 +18,7 @@ import argparse
 from typing import Any
 
 from ...errors import CloudhpcError
+from ...paths import RunFiles
 from ..arrays import check_output_path, check_seed
 from .inputs import open_inputs
 
@@ -62,6 +63,11 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "reread_static": bool(args.reread_static),
     }
     return params
+
+
+def run_files(params: dict[str, Any]) -> RunFiles:
+    return RunFiles([("--a", params.get("a")), ("--b", params.get("b"))],
+                    [("--out", params.get("out"))])  # fmt: skip
 
 
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:

@@ -6,7 +6,13 @@ import argparse
 from typing import Any
 
 from ...errors import CloudhpcError
-from ..graphs.options import ENGINES, add_graph_arguments, graph_params, validate_graph
+from ..graphs.options import (
+    ENGINES,
+    add_graph_arguments,
+    graph_params,
+    run_files,
+    validate_graph,
+)
 
 HELP = "PageRank on a graph (vertex program, bsp model)"
 DESCRIPTION = (
@@ -17,7 +23,7 @@ DESCRIPTION = (
     "--out VALUES.npy holds one value per vertex id 0..V-1."
 )
 MAIN = "cloudhpc.apps.pagerank.job:main"
-__all__ = ["ENGINES", "HELP", "MAIN"]
+__all__ = ["ENGINES", "HELP", "MAIN", "run_files"]
 RTOL = 1e-9  # --check: max |x - x_ref| / max x_ref
 
 

@@ -6,7 +6,13 @@ import argparse
 from typing import Any
 
 from ...errors import CloudhpcError
-from ..graphs.options import ENGINES, add_graph_arguments, graph_params, validate_graph
+from ..graphs.options import (
+    ENGINES,
+    add_graph_arguments,
+    graph_params,
+    run_files,
+    validate_graph,
+)
 
 HELP = "single-source shortest paths (vertex program, bsp model)"
 DESCRIPTION = (
@@ -16,7 +22,7 @@ DESCRIPTION = (
     "--directed. --out VALUES.npy holds the distances (inf: unreachable)."
 )
 MAIN = "cloudhpc.apps.sssp.job:main"
-__all__ = ["ENGINES", "HELP", "MAIN"]
+__all__ = ["ENGINES", "HELP", "MAIN", "run_files"]
 RTOL = 1e-12  # --check: distances against Dijkstra's
 
 

@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from ...errors import CloudhpcError
+from ...paths import RunFiles
 from ..arrays import check_output_path, check_seed
 from .data import DNA, encode, generate, guess_alphabet, read_fasta
 from .scoring import Matrix, allowed_letters, scoring_from_params
@@ -138,6 +139,16 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "check_pairs": args.check_pairs,
         "fail_every": args.fail_every,
     }
+
+
+def run_files(params: dict[str, Any]) -> RunFiles:
+    from .output import names_path  # light: numpy only
+
+    out = params.get("out")
+    outputs = [("--out", out), ("--fasta-out", params.get("fasta_out"))]
+    if out and params.get("format", "npy") == "npy":
+        outputs.append(("--out's names file", names_path(out)))
+    return RunFiles([("SEQS.fa", params.get("seqs"))], outputs)
 
 
 def validate(params: dict[str, Any], nprocs: int = 1):

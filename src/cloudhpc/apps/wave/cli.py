@@ -17,6 +17,7 @@ import argparse
 from typing import Any
 
 from ...errors import CloudhpcError
+from ...paths import RunFiles
 from ..arrays import check_output_path
 
 HELP = "concurrent wave equation: a string split across ranks, halo exchange with Sendrecv"
@@ -37,6 +38,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
     params = {"points": args.points, "steps": args.steps, "out": args.out}
     return params
+
+
+def run_files(params: dict[str, Any]) -> RunFiles:
+    return RunFiles(outputs=[("--out", params.get("out"))])
 
 
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:
