@@ -283,13 +283,14 @@ def test_a_raising_python_rank_aborts_the_profiled_job(start, tmp_path, tmpdir_,
 
 BACKGROUND_CHILD_PROGRAM = textwrap.dedent(
     """
-    import subprocess
+    import subprocess, sys
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
     if comm.Get_rank() == 0:
         subprocess.Popen(["sleep", "300"])  # inherits the rank's stdout, and outlives the rank
     comm.Barrier()
-    print("rank", comm.Get_rank(), "done", flush=True)
+    sys.stdout.write(f"rank {comm.Get_rank()} done\\n")  # one write: lines not interleaved
+    sys.stdout.flush()
     """
 )
 
@@ -412,13 +413,13 @@ def test_size_ranges_are_powers_of_two():
     assert parse_sizes(None)[:3] == [0, 1, 2]
 
 
-def test_every_kernel_has_the_classes_the_readme_and_help_name():
+def test_every_kernel_has_the_classes_the_docs_and_help_name():
     from cloudhpc.npb import KERNELS, load
     from cloudhpc.npb.common import CLASS_NAMES
 
     for name in KERNELS:
         assert tuple(load(name).CLASSES) == CLASS_NAMES, name
-    assert "(S, W, A, B and C, for all five kernels)" in (ROOT / "README.md").read_text()
+    assert "(S, W, A, B and C, for all five kernels)" in (ROOT / "docs" / "npb.md").read_text()
 
 
 # ---- 6. profile --app parses with the app's own parser --------------------------------------

@@ -13,6 +13,10 @@ leaves nothing behind:
 
 Both are created with mode 0666 filtered by the umask, as open(2) would (mkstemp's 0600 would
 make outputs unreadable to the user's group).
+
+A full disk (ENOSPC), a quota (EDQUOT) or a read-only file system (EROFS) met anywhere while a file
+is written becomes errors.EnvironmentFailure naming the file: one line and exit 1 for the user,
+and nothing under the final name (a file it would have replaced keeps its old contents).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
+
+from .errors import cannot_write, no_room
 
 _NO_TMPFILE = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT}
 
@@ -137,6 +143,40 @@ def _publish_named(tmp: Path, target: Path, replace: bool) -> None:
         tmp.unlink()
 
 
+def room_error(directory: str | os.PathLike) -> OSError | None:
+    """The error one more block of a new file in `directory` meets now (ENOSPC, EDQUOT, EROFS),
+    or None: there is room, or no way to tell. For writes whose own error says too little (a
+    short write, a program's output cut short, a rank's file that never appeared)."""
+    flag = getattr(os, "O_TMPFILE", 0)
+    if not flag:
+        return None
+    try:
+        fd = os.open(directory, flag | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+    except OSError as e:
+        return e if no_room(e) else None
+    try:
+        os.posix_fallocate(fd, 0, os.fstatvfs(fd).f_bsize or 4096)
+    except OSError as e:
+        return e if no_room(e) else None
+    finally:
+        os.close(fd)
+    return None
+
+
+@contextmanager
+def _no_room_named(path: str | os.PathLike) -> Iterator[None]:
+    """A write refused for want of room or of a writable place, as one line naming `path`
+    (numpy reports a short write as an OSError without errno: the disk is asked)."""
+    try:
+        yield
+    except OSError as e:
+        if not no_room(e) and e.errno is None:
+            e = room_error(Path(path).parent) or e
+        if no_room(e):
+            raise cannot_write(path, e) from None
+        raise
+
+
 @contextmanager
 def atomic_file(
     path: str | os.PathLike,
@@ -155,6 +195,19 @@ def atomic_file(
     """
     if mode not in ("wb", "w"):
         raise ValueError(f"atomic_file writes new files: mode 'w' or 'wb', not {mode!r}")
+    with _no_room_named(path), _atomic_file(path, mode, replace, fsync, encoding, newline) as fh:
+        yield fh
+
+
+@contextmanager
+def _atomic_file(
+    path: str | os.PathLike,
+    mode: str,
+    replace: bool,
+    fsync: bool,
+    encoding: str | None,
+    newline: str | None,
+) -> Iterator[IO[Any]]:
     target = Path(path)
     fd = _open_unnamed(target.parent)
     tmp: Path | None = None
@@ -169,10 +222,11 @@ def atomic_file(
             encoding=(encoding or "utf-8") if text else None,
             newline=newline if text else None,
         ) as fh:
-            yield fh
-            fh.flush()
-            if fsync:
-                os.fsync(fh.fileno())
+            with _no_room_named(path):  # while the file still holds what it was given
+                yield fh
+                fh.flush()
+                if fsync:
+                    os.fsync(fh.fileno())
             if tmp is None:
                 _publish_unnamed(fh.fileno(), target, replace)
         if tmp is not None:
@@ -191,10 +245,11 @@ def atomic_path(path: str | os.PathLike, *, replace: bool = True) -> Iterator[Pa
     suffix = "".join(target.suffixes[-1:])  # keep the extension: some writers choose by it
     tmp = target.with_name(f".{target.stem}.{secrets.token_hex(4)}.tmp{suffix}")
     try:
-        yield tmp
-        if tmp.exists():
-            os.chmod(tmp, file_mode() | (stat.S_IMODE(tmp.stat().st_mode) & 0o111))
-        _publish_named(tmp, target, replace)
+        with _no_room_named(path):
+            yield tmp
+            if tmp.exists():
+                os.chmod(tmp, file_mode() | (stat.S_IMODE(tmp.stat().st_mode) & 0o111))
+            _publish_named(tmp, target, replace)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import CloudhpcError
+from .errors import CloudhpcError, EnvironmentFailure, no_room
 
 
 def check_input_file(path: str | os.PathLike, what: str = "input file") -> None:
@@ -37,7 +37,9 @@ def _probe(directory: Path, what: str, path: str | os.PathLike) -> None:
         with tempfile.TemporaryFile(dir=directory):
             pass
     except OSError as e:
-        raise CloudhpcError(
+        # a read-only file system or a full one is the environment's fault (exit 1), not the input's
+        kind = EnvironmentFailure if no_room(e) else CloudhpcError
+        raise kind(
             f"cannot write {what} {path}: directory {directory} is not writable ({e.strerror})"
         ) from None
 
@@ -155,7 +157,7 @@ def check_run_files(
                 )
     for what, given, path in dirs:
         for in_what, in_given, in_path in inputs:
-            if _inside(in_path, path) or _inside(path, in_path):
+            if _inside(in_path, path) or (in_path.is_dir() and _inside(path, in_path)):
                 raise CloudhpcError(
                     f"{what} {given} holds the {in_what} {in_given}: an output directory "
                     "never holds the run's inputs; write the outputs elsewhere"

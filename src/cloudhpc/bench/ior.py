@@ -31,6 +31,7 @@ import numpy as np
 from mpi4py import MPI
 
 from ..context import RunContext
+from ..errors import cannot_write, no_room
 from .ior_params import validate
 
 MIB = 1024 * 1024
@@ -59,6 +60,15 @@ def _drop(fd: int, p: dict, rank: int, size: int) -> None:
 
 
 def _file_phase(ctx: RunContext, p: dict, access: str, it: int) -> dict:
+    try:
+        return _file_phase_io(ctx, p, access, it)
+    except OSError as e:  # a full disk or a read-only one: one line naming the test file
+        if no_room(e):
+            raise cannot_write(_test_path(p, ctx.rank), e) from None
+        raise
+
+
+def _file_phase_io(ctx: RunContext, p: dict, access: str, it: int) -> dict:
     rank, size, comm = ctx.rank, ctx.size, ctx.comm
     buf = np.empty(p["transfer"] // 8, dtype=np.uint64)
     expect = np.empty_like(buf)

@@ -9,10 +9,11 @@ import os
 import shlex
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..envs import environment_names, get_environment
-from ..errors import CloudhpcError
+from ..errors import CloudhpcError, EnvironmentFailure
 from ..job import Job, Layout
 from ..launch import LAUNCHERS, choose_launcher
 from ..launch.hostfile import read_hosts_file
@@ -214,13 +215,18 @@ def execute(
         plan = plan_job(job)
         started = now_utc()
         outcome = run_plan(plan, monitor, job.timeout_s)
-    raise_for_failure(outcome)
+    launch = {"argv": plan.argv, "env": plan.env, "wall_s": round(outcome.wall_s, 3)}
+    try:
+        raise_for_failure(outcome)
+    except EnvironmentFailure as e:  # a full disk: the run is recorded, if its record fits
+        record_failure(job, started, launch, str(e))
+        raise
     res = outcome.result or {}
     record = make_record(
         job,
         res.get("body", {}),
         started=started,
-        launch={"argv": plan.argv, "env": plan.env, "wall_s": round(outcome.wall_s, 3)},
+        launch=launch,
         timings=res.get("timings"),
         env=plan.environment,
         mpi={**plan.mpi_info, **(res.get("mpi") or {})},
@@ -235,6 +241,17 @@ def execute(
     if args.json:
         print(json.dumps({k: v for k, v in record.items() if k != "_path"}, indent=1, default=str))
     return record
+
+
+def record_failure(job: Job, started, launch: dict, error: str) -> Path | None:
+    """Record a run that the environment failed (status failed, exit code 1, its error); None
+    when the record cannot be written either (the results directory is on the full disk)."""
+    record = make_record(job, {"error": error}, started=started, launch=launch)
+    record["status"], record["exit_code"] = "failed", EnvironmentFailure.exit_code
+    try:
+        return write_record(job.results_dir, record)
+    except CloudhpcError:
+        return None
 
 
 def record_footer(record: dict) -> None:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..engines.base import Engine, Progress, report_each
+from ..errors import EnvironmentFailure
 from ._timing import PhaseTimer, timer_or_null
 
 
@@ -61,6 +62,8 @@ def run_item(
         out.attempts = attempt
         try:
             out.value = fn(item)
+        except EnvironmentFailure:  # a full disk: no retry can help, the run stops
+            raise
         except Exception as exc:  # the item failed; the job goes on
             text = str(exc) if isinstance(exc, ItemError) else f"{type(exc).__name__}: {exc}"
             out.error = (text.splitlines() or [type(exc).__name__])[0]

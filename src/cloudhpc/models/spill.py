@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..errors import cannot_write, no_room
 from .kv import KeyValues, Reducer, concat, fold, fold_sorted, sort_by_key
 
 _UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
@@ -67,12 +68,16 @@ class SpillBuffer:
         if self.budget is not None and kv.nbytes <= self.budget // 2:
             self._parts, self._bytes = [kv], kv.nbytes  # combining made room: keep it
             return
-        if self._tmp is None:
-            self._tmp = Path(tempfile.mkdtemp(prefix="cloudhpc-spill-", dir=self._spill_dir))
-        n = len(self.runs)
-        paths = (self._tmp / f"run{n:05d}.keys.npy", self._tmp / f"run{n:05d}.values.npy")
-        np.save(paths[0], kv.keys)
-        np.save(paths[1], kv.values)
+        where = self._spill_dir or tempfile.gettempdir()
+        try:
+            if self._tmp is None:
+                self._tmp = Path(tempfile.mkdtemp(prefix="cloudhpc-spill-", dir=where))
+            n = len(self.runs)
+            paths = (self._tmp / f"run{n:05d}.keys.npy", self._tmp / f"run{n:05d}.values.npy")
+            np.save(paths[0], kv.keys)
+            np.save(paths[1], kv.values)
+        except OSError as e:  # a full local disk: one line naming where the runs go
+            raise (cannot_write(self._tmp or where, e) if no_room(e) else e) from None
         self.runs.append(paths)
         self.spilled_bytes += kv.nbytes
 

@@ -18,6 +18,7 @@
  * undercount.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <mpi.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -360,7 +361,8 @@ static void write_profile(int complete, int aborted, tick_t t_end) {
     snprintf(tmp, sizeof tmp, "%s/.rank-%05d.json.%d.tmp", out_dir, world_rank, (int)getpid());
     FILE *f = fopen(tmp, "w");
     if (!f) {
-        fprintf(stderr, "cloudhpc-profile: rank %d cannot write %s\n", world_rank, tmp);
+        fprintf(stderr, "cloudhpc-profile: rank %d cannot write %s: %s\n", world_rank, tmp,
+                strerror(errno));
         return;
     }
     char host[256] = "";
@@ -410,10 +412,12 @@ static void write_profile(int complete, int aborted, tick_t t_end) {
             (unsigned long long)trace_dropped);
     for (int i = 0; i < NFUNC; i++) fprintf(f, "%s\"%s\"", i ? "," : "", func_names[i]);
     fputs("]}}\n", f);
-    int bad = ferror(f);
-    bad |= fclose(f);
-    if (bad || rename(tmp, path)) {
-        fprintf(stderr, "cloudhpc-profile: rank %d cannot write %s\n", world_rank, path);
+    int bad = ferror(f) ? errno : 0;
+    if (fclose(f) && !bad) bad = errno ? errno : EIO;
+    if (!bad && rename(tmp, path)) bad = errno;
+    if (bad) {
+        fprintf(stderr, "cloudhpc-profile: rank %d cannot write %s: %s\n", world_rank, path,
+                strerror(bad));
         unlink(tmp);
     }
 }

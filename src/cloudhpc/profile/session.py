@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomic import dir_mode, write_json
-from ..errors import CloudhpcError
+from ..atomic import dir_mode, room_error, write_json
+from ..errors import CloudhpcError, EnvironmentFailure, cannot_write, no_room
 from ..job import Job
 from ..launch.runner import (
     Monitor,
@@ -29,7 +29,14 @@ from ..launch.runner import (
     run_plan,
 )
 from ..mpi import get_implementation
-from ..results.store import check_writable, files_dir, make_record, now_utc, write_record
+from ..results.store import (
+    check_writable,
+    files_dir,
+    make_record,
+    new_id,
+    now_utc,
+    write_record,
+)
 from . import plots, report
 from .build import library_path
 from .model import Profile, read_rank_dir
@@ -95,20 +102,26 @@ def run_profiled(
     """Run `program_argv` (or, when None, the worker running job.app) under the profiler."""
     results = check_writable(job.results_dir)
     # absolute: ranks started over ssh or srun may not share this process's working directory
-    staging = Path(tempfile.mkdtemp(dir=results, prefix=".profile-")).resolve()
+    try:
+        staging = Path(tempfile.mkdtemp(dir=results, prefix=".profile-")).resolve()
+    except OSError as e:
+        raise (cannot_write(results, e) if no_room(e) else e) from None
     try:
         os.chmod(staging, dir_mode())  # mkdtemp's 0700 would stay on the kept <id>.files
         rank_dir = staging / "ranks"
         rank_dir.mkdir()
         env = profiling_env(rank_dir, trace, job.mpi)
         started = now_utc()
+        record_id = new_id(record_app, started)
         # program_argv None: the launcher starts its normal worker running job.app
         with provisioned(job) as job:  # --env capped:RATE: a cluster for the run
             plan = plan_job(job, program_argv, env)
             outcome = run_plan(plan, monitor or Monitor(), job.timeout_s)
-        if outcome.error and outcome.error.get("kind") == "usage":
-            raise_for_failure(outcome)  # a bad app parameter: one line, no profile kept
+        if outcome.error and outcome.error.get("kind") in ("usage", "environment"):
+            raise_for_failure(outcome)  # a bad app parameter, a full disk: one line, no profile
         profile = read_rank_dir(rank_dir, job.nprocs)
+        if len(profile.ranks) < job.nprocs and (e := room_error(rank_dir)):
+            raise cannot_write(results, e)  # why ranks could not write their profile
         if not profile.ranks:
             shutil.rmtree(staging, ignore_errors=True)
             return ProfiledRun(outcome, None)
@@ -120,7 +133,11 @@ def run_profiled(
             "returncode": outcome.returncode,
             "started_at": started.isoformat(timespec="seconds"),
         }
-        outputs = export(profile, staging, trace=trace, top=top)
+        try:
+            outputs = export(profile, staging, trace=trace, top=top)
+        except EnvironmentFailure as e:  # name the files' own place, not the hidden staging
+            final = files_dir(results, record_id)
+            raise EnvironmentFailure(str(e).replace(str(staging), str(final))) from None
         record_job = dataclasses.replace(job, app=record_app, params=record_params or job.params)
         record = make_record(
             record_job,
@@ -131,9 +148,11 @@ def run_profiled(
             mpi=plan.mpi_info,
             nodes=sorted({r.host for r in profile.ranks if r.host}),
         )
-        if outcome.returncode != 0:
-            record["status"] = "failed"
-        final = files_dir(results, record["id"])
+        record["id"] = record_id
+        # the command fails (exit 1) when the program did, and the record says so
+        record["status"] = "failed" if outcome.returncode != 0 else "ok"
+        record["exit_code"] = 1 if outcome.returncode != 0 else 0
+        final = files_dir(results, record_id)
         os.rename(staging, final)
         record["outputs"] = [str(final / Path(p).relative_to(staging)) for p in outputs]
         path = write_record(results, record)

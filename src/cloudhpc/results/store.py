@@ -20,7 +20,7 @@ from typing import IO, Any
 
 from .. import __version__
 from ..atomic import write_json
-from ..errors import CloudhpcError
+from ..errors import CloudhpcError, EnvironmentFailure, no_room
 from ..job import Job
 from .provenance import host_info, software
 
@@ -113,8 +113,9 @@ def check_writable(results_dir: str | os.PathLike) -> Path:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):  # unnamed where the system allows: never left
             pass
-    except OSError as e:
-        raise CloudhpcError(f"results directory {path} is not writable: {e.strerror}") from None
+    except OSError as e:  # read-only or full: the environment's fault, exit 1
+        kind = EnvironmentFailure if no_room(e) else CloudhpcError
+        raise kind(f"results directory {path} is not writable: {e.strerror}") from None
     return path
 
 

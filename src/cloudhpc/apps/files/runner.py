@@ -3,7 +3,8 @@
 The program runs in a process group of its own (procs.run_group): when it ends or times out, the
 whole group is killed, so no child it started lives on. Its stdout and stderr go straight into
 unnamed files (atomic.atomic_file) that get their names only when the item is over: a run that is
-stopped half-way, even by SIGKILL, leaves no partial or hidden file in --out.
+stopped half-way, even by SIGKILL, leaves no partial or hidden file in --out. A program that fails
+on a full disk (or quota) stops the run with one line naming its output (atomic.room_error).
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import os
 import re
 from pathlib import Path
 
-from ...atomic import atomic_file
+from ...atomic import atomic_file, room_error
+from ...errors import cannot_write
 from ...models.map_only import ItemError
 from ...procs import run_group
 from .cli import PLACEHOLDER
@@ -42,6 +44,8 @@ def run_one(argv_template: list[str], out_dir: Path, timeout: float | None, path
                 problem = f"exit code {code}" if code != 0 else None
         except OSError as e:  # vanished or not executable on this node
             code, problem = None, f"cannot start {argv[0]}: {e.strerror or e}"
+        if code and (e := room_error(out_dir)):  # a program that met a full disk fails on its
+            raise cannot_write(out_dir / f"{name}.stdout", e)  # own: its output is cut short
     if problem is not None:
         raise ItemError(problem, exit_code=code)
     return {"exit_code": code}

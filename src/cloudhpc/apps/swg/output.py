@@ -12,6 +12,7 @@ process removes the temporary if the run dies before that (context.register_temp
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.lib.format as npformat
 
+from ...errors import NO_ROOM, CloudhpcError, EnvironmentFailure, cannot_write, no_room
 from ..arrays import write_atomic
 from .decompose import Tile
 
@@ -61,17 +63,22 @@ class MatrixFile:
                     register(tmp)  # before it exists: a kill right after still removes it
                 info = (tmp, create_npy(tmp, n), None)
             except OSError as e:
-                info = (tmp, 0, f"cannot create {tmp}: {e.strerror}")
+                info = (tmp, 0, (f"cannot create {tmp}: {e.strerror}", no_room(e)))
         self.tmp, self.offset, error = comm.bcast(info, root=0)
         if error:
-            from ...errors import CloudhpcError
-
-            raise CloudhpcError(error)
+            message, environment = error
+            raise (EnvironmentFailure if environment else CloudhpcError)(message)
         self.fh = MPI.File.Open(comm, self.tmp, MPI.MODE_WRONLY)
         self.writes = 0  # MPI_File_write_at calls made by this rank
 
     def _at(self, i: int, j: int) -> int:
         return self.offset + (i * self.n + j) * DTYPE.itemsize
+
+    def _write_at(self, offset: int, values: np.ndarray) -> None:
+        try:
+            self.fh.Write_at(offset, values)
+        except Exception as e:  # MPI.Exception: a full disk as one line naming the output
+            raise _no_room_error(e, self.out) or e from None
 
     def write_tile(self, tile: Tile, values: np.ndarray) -> None:
         """values: (tile.rows, tile.width) float32; writes D[i, lo:hi] and D[lo:hi, i]."""
@@ -79,18 +86,18 @@ class MatrixFile:
         for k in range(tile.rows):
             lo, hi = int(tile.lo[k]), int(tile.hi[k])
             if hi > lo:
-                self.fh.Write_at(self._at(tile.r0 + k, lo), values[k, lo - tile.c0 : hi - tile.c0])
+                self._write_at(self._at(tile.r0 + k, lo), values[k, lo - tile.c0 : hi - tile.c0])
                 self.writes += 1
         transposed = np.ascontiguousarray(values.T)
         cols, first, end = tile.column_runs()
         for m, a, b in zip(cols.tolist(), first.tolist(), end.tolist(), strict=True):
-            self.fh.Write_at(self._at(tile.c0 + m, tile.r0 + a), transposed[m, a:b])
+            self._write_at(self._at(tile.c0 + m, tile.r0 + a), transposed[m, a:b])
             self.writes += 1
 
     def write_diagonal(self, rows: np.ndarray, values: np.ndarray) -> None:
         values = np.ascontiguousarray(values, dtype=DTYPE)
         for k, i in enumerate(rows.tolist()):
-            self.fh.Write_at(self._at(i, i), values[k : k + 1])
+            self._write_at(self._at(i, i), values[k : k + 1])
             self.writes += 1
 
     def close(self) -> None:
@@ -111,17 +118,33 @@ class MatrixFile:
         """Rank 0: give the result its final name (npy, with NAME.names.txt) or convert it to
         PHYLIP. Returns the paths written."""
         if fmt == "npy":
-            with open(self.tmp, "rb+") as fh:
-                os.fsync(fh.fileno())
-            os.replace(self.tmp, self.out)
-            names_file = names_path(self.out)
+            try:
+                with open(self.tmp, "rb+") as fh:
+                    os.fsync(fh.fileno())
+            except OSError as e:
+                raise (cannot_write(self.out, e) if no_room(e) else e) from None
+            names_file = names_path(self.out)  # first: a full disk stops before the matrix
             write_atomic(names_file, lambda f: f.write(("\n".join(names) + "\n").encode()))
+            os.replace(self.tmp, self.out)
             return [self.out, names_file]
         try:
             write_phylip(self.out, self.open_result(), names, measure)
         finally:
             self.discard()
         return [self.out]
+
+
+def _no_room_error(e: Exception, path: str) -> EnvironmentFailure | None:
+    """An MPI-IO error for want of space, quota or a writable place, as one line naming
+    `path`; None for any other error."""
+    from mpi4py import MPI
+
+    classes = {MPI.ERR_NO_SPACE: errno.ENOSPC, MPI.ERR_QUOTA: errno.EDQUOT,
+               MPI.ERR_READ_ONLY: errno.EROFS}  # fmt: skip
+    code = classes.get(e.Get_error_class()) if isinstance(e, MPI.Exception) else None
+    if code is None:  # MPICH reports ENOSPC as "Other I/O error No space left on device"
+        code = next((c for c in NO_ROOM if os.strerror(c) in str(e)), None)
+    return None if code is None else cannot_write(path, OSError(code, os.strerror(code)))
 
 
 def write_phylip(path: str, matrix: np.ndarray, names: list[str], measure: str) -> None:
