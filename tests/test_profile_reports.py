@@ -93,9 +93,9 @@ def test_round_trip_and_schema_errors(three_ranks_one_missing, tmp_path):
     back = load_profile(tmp_path)
     assert back.to_json() == three_ranks_one_missing.to_json()
     d = json.loads(path.read_text())
-    d["schema_version"] = 2
+    d["schema_version"] = 3
     path.write_text(json.dumps(d))
-    with pytest.raises(CloudhpcError, match="schema version 2; this cloudhpc reads version 1"):
+    with pytest.raises(CloudhpcError, match="schema version 3; this cloudhpc reads versions 1 a"):
         load_profile(path)
     path.write_text("[1, 2]")
     with pytest.raises(CloudhpcError, match="not a cloudhpc profile"):

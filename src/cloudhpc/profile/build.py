@@ -1,9 +1,11 @@
 """Build the PMPI interposition library with an MPI implementation's mpicc on first use, then
-reuse it.
+reuse it; and, for Python programs, the helper that reads Python's frames for call sites.
 
-The shared object lives in a per-user cache, keyed by a hash of the C source and of the
-implementation's compiler wrapper (its name, its flags and its version), so another
-implementation, a new version or an edited source rebuilds.
+The library's source is pmpi_prof.c (the runtime, by hand) and the wrappers generated from
+mpi_calls.txt (wrappers.py), generated into the build directory. The shared object lives in a
+per-user cache, keyed by a hash of those sources and of the implementation's compiler wrapper
+(its name, its flags and its version), so another implementation, a new version or an edited
+source or table rebuilds.
 It is compiled to a temporary name and renamed into place: ranks, tests and users building at
 the same time each produce a whole library and never load a half-written one.
 """
@@ -19,6 +21,7 @@ from pathlib import Path
 
 from ..errors import CloudhpcError
 from ..mpi import MpiImplementation, get_implementation
+from . import wrappers
 
 SOURCE_NAME = "pmpi_prof.c"
 LIBRARY_NAME = "libcloudhpc_pmpi.so"
@@ -32,8 +35,14 @@ def cache_root() -> Path:
     return Path(base) / "cloudhpc"
 
 
-def _source() -> bytes:
-    return resources.files("cloudhpc.profile").joinpath(SOURCE_NAME).read_bytes()
+def _sources() -> dict[str, bytes]:
+    """The files the library is compiled from: the runtime and the generated wrappers."""
+    header, wrappers_c = wrappers.generate(wrappers.parse_table(wrappers.table_text()))
+    return {
+        SOURCE_NAME: resources.files("cloudhpc.profile").joinpath(SOURCE_NAME).read_bytes(),
+        wrappers.CALLS_HEADER: header.encode(),
+        wrappers.WRAPPERS_FILE: wrappers_c.encode(),
+    }
 
 
 def library_path(mpi: MpiImplementation | None = None, rebuild: bool = False) -> Path:
@@ -41,9 +50,12 @@ def library_path(mpi: MpiImplementation | None = None, rebuild: bool = False) ->
     compiling it if this source has no build for that implementation yet."""
     mpi = mpi or get_implementation()
     mpicc = mpi.tool("mpicc")
-    src = _source()
+    sources = _sources()
     identity = f"{mpi.name}\n{mpicc}\n{mpi.compiler_identity()}"
-    key = hashlib.sha256(src + identity.encode()).hexdigest()[:16]
+    digest = hashlib.sha256(identity.encode())
+    for name, text in sorted(sources.items()):
+        digest.update(name.encode() + b"\0" + text)
+    key = digest.hexdigest()[:16]
     target = cache_root() / "pmpi" / key / LIBRARY_NAME
     if target.exists() and not rebuild:
         return target
@@ -53,10 +65,11 @@ def library_path(mpi: MpiImplementation | None = None, rebuild: bool = False) ->
         msg = f"cannot create the build cache {target.parent}: {e.strerror}"
         raise CloudhpcError(msg) from None
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
+        for name, text in sources.items():
+            (Path(tmp) / name).write_bytes(text)
         c_file = Path(tmp) / SOURCE_NAME
-        c_file.write_bytes(src)
         out = Path(tmp) / LIBRARY_NAME
-        cmd = [mpicc, "-shared", "-fPIC", "-O2", "-o", str(out), str(c_file)]
+        cmd = [mpicc, "-shared", "-fPIC", "-O2", "-o", str(out), str(c_file), "-ldl"]
         env = {**os.environ, **mpi.compiler_variables()}
         try:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)

@@ -16,9 +16,10 @@ from typing import Any
 from ..errors import CloudhpcError
 
 SCHEMA = "cloudhpc.profile"
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READS_SCHEMA_VERSIONS = (1, 2)  # version 1: no MPI-IO bytes, no call sites
 RANK_FORMAT = "cloudhpc-pmpi-rank"
-RANK_FORMAT_VERSION = 1
+RANK_FORMAT_VERSION = 2
 RANK_FILE = re.compile(r"^rank-(\d{5,})\.json$")
 
 
@@ -31,6 +32,8 @@ class CallStats:
     bytes_sent: int
     bytes_recv: int
     size_hist: dict[int, int] = field(default_factory=dict)  # bin lower bound (bytes) -> calls
+    bytes_written: int = 0  # MPI-IO
+    bytes_read: int = 0
 
     @property
     def mean_s(self) -> float:
@@ -44,6 +47,8 @@ class CallStats:
             "max_s": self.max_s,
             "bytes_sent": self.bytes_sent,
             "bytes_recv": self.bytes_recv,
+            "bytes_written": self.bytes_written,
+            "bytes_read": self.bytes_read,
             "size_hist": {str(k): v for k, v in sorted(self.size_hist.items())},
         }
 
@@ -57,6 +62,8 @@ class CallStats:
             bytes_sent=int(d.get("bytes_sent", 0)),
             bytes_recv=int(d.get("bytes_recv", 0)),
             size_hist={int(k): int(v) for k, v in d.get("size_hist", {}).items()},
+            bytes_written=int(d.get("bytes_written", 0)),
+            bytes_read=int(d.get("bytes_read", 0)),
         )
 
 
@@ -166,10 +173,11 @@ class Profile:
         if d.get("schema") != SCHEMA:
             raise CloudhpcError(f"{where} is not a cloudhpc profile (schema {d.get('schema')!r})")
         version = d.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version not in READS_SCHEMA_VERSIONS:
+            known = " and ".join(map(str, READS_SCHEMA_VERSIONS))
             raise CloudhpcError(
-                f"{where} has profile schema version {version}; this cloudhpc reads version "
-                f"{SCHEMA_VERSION}"
+                f"{where} has profile schema version {version}; this cloudhpc reads versions "
+                f"{known}"
             )
         try:
             ranks = sorted((RankProfile.from_json(r) for r in d["ranks"]), key=lambda r: r.rank)

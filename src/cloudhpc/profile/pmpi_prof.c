@@ -1,48 +1,60 @@
-/* cloudhpc PMPI profiling library: counts, times and sizes every intercepted MPI call.
+/* cloudhpc PMPI profiling library: counts, times and sizes every intercepted MPI call, per call
+ * and per call site.
  *
- * Loaded with LD_PRELOAD into each rank of an unmodified MPI program (C, or Python with mpi4py).
+ * Loaded with LD_PRELOAD into each rank of an unmodified MPI program (C, C++, Fortran, or Python
+ * with mpi4py). This file is the hand-written runtime; the wrappers themselves are generated
+ * from one table (mpi_calls.txt) by wrappers.py into pmpi_calls.h (the list of names) and
+ * pmpi_wrappers.inc (one wrapper per call and large-count variant), included below.
+ *
  * Each wrapper calls the PMPI_ entry point and adds to fixed per-function counters: no locks,
- * no allocation and no I/O on the hot path. At MPI_Finalize (and MPI_Abort) every rank writes
- * one JSON file, `rank-NNNNN.json`, into $CLOUDHPC_PROFILE_DIR through a temporary name and
- * rename(), so a rank killed part-way leaves no half-written file. With
- * CLOUDHPC_PROFILE_TRACE=1 each call is also appended to a per-rank event buffer written as
- * `rank-NNNNN.trace` (packed struct trace_event records) at finalize.
+ * no allocation and no I/O on the hot path. With call sites on (CLOUDHPC_PROFILE_CALLSITE_DEPTH,
+ * default 1) it also adds to a per-site table keyed by the caller's return address: the address
+ * is only recorded here; cloudhpc resolves it to file:line after the run (addr2line). Deeper
+ * sites, and calls made through a Fortran binding library, walk the stack with backtrace().
+ * In a Python process, a helper built against that Python (pysite.c, named by
+ * CLOUDHPC_PROFILE_PYSITE) gives the Python frames that made the call instead.
  *
- * Both the int-count and the MPI-4 large-count (_c) variants are wrapped and reported under the
- * same name: mpi4py 4 calls the _c variants (MPI_Send_c, MPI_Allreduce_c, ...). An MPI-3.1
- * library (Open MPI 5.0) has no _c variants: only the int-count wrappers are built for it.
+ * At MPI_Finalize (and MPI_Abort) every rank writes one JSON file, `rank-NNNNN.json`, into
+ * $CLOUDHPC_PROFILE_DIR through a temporary name and rename(), so a rank killed part-way leaves
+ * no half-written file. With CLOUDHPC_PROFILE_TRACE=1 each call is also appended to a per-rank
+ * event buffer written as `rank-NNNNN.trace` (packed struct trace_event records) at finalize.
  *
  * Conventions (see docs/profile-schema.md): bytes = count x type size; receives use the
- * status's actual count; point-to-point peers are recorded as MPI_COMM_WORLD ranks. Counters
- * are process-wide and unsynchronised: with several threads calling MPI at once they may
- * undercount.
+ * status's actual count; point-to-point peers are recorded as MPI_COMM_WORLD ranks. Calls the
+ * MPI library makes to itself through MPI_ names (ROMIO's collectives inside MPI-IO, ...) are
+ * not the program's: a thread inside a wrapper passes them straight to PMPI_. Counters are
+ * process-wide and unsynchronised: with several threads calling MPI at once they may undercount.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <mpi.h>
+#include <dlfcn.h>
+#include <execinfo.h>
+#include <limits.h>
+#include <link.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-#define HAVE_LARGE_COUNT (MPI_VERSION >= 4)
 #if defined(__x86_64__)
 #include <x86intrin.h>
 #endif
 
-#define PROFILE_FORMAT_VERSION 1
+#define HAVE_LARGE_COUNT (MPI_VERSION >= 4)
+/* MPI-4.0 calls: Open MPI 5 says MPI 3.1 but has them (persistent collectives, Isendrecv, ...) */
+#if MPI_VERSION >= 4 || (defined(OMPI_MAJOR_VERSION) && OMPI_MAJOR_VERSION >= 5)
+#define HAVE_MPI4_CALLS 1
+#else
+#define HAVE_MPI4_CALLS 0
+#endif
+
+#define PROFILE_FORMAT_VERSION 2
 #define NBIN 64 /* bin 0: 0 bytes; bin k >= 1: [2^(k-1), 2^k) bytes */
 
-#define FUNCS(X)                                                                             \
-    X(Init) X(Init_thread) X(Finalize) X(Abort) X(Comm_rank) X(Comm_size) X(Comm_split)      \
-    X(Comm_dup) X(Comm_free) X(Send) X(Ssend) X(Rsend) X(Bsend) X(Recv) X(Isend) X(Issend)   \
-    X(Irsend) X(Ibsend) X(Irecv) X(Wait) X(Waitall) X(Waitany) X(Waitsome) X(Test)           \
-    X(Testall) X(Testany) X(Testsome) X(Sendrecv) X(Sendrecv_replace) X(Probe) X(Iprobe)     \
-    X(Mprobe) X(Improbe) X(Mrecv) X(Imrecv) X(Barrier) X(Bcast) X(Reduce) X(Allreduce)       \
-    X(Gather) X(Gatherv) X(Scatter) X(Scatterv) X(Allgather) X(Allgatherv) X(Alltoall)       \
-    X(Alltoallv) X(Reduce_scatter) X(Reduce_scatter_block) X(Scan) X(Exscan) X(Ibarrier)    \
-    X(Ibcast) X(Ireduce) X(Iallreduce) X(Igather) X(Iscatter) X(Iallgather) X(Ialltoall)
+#include "pmpi_calls.h" /* generated: #define FUNCS(X) X(Init) X(Init_thread) ... */
 
 #define ENUM_ENTRY(n) F_##n,
 enum { FUNCS(ENUM_ENTRY) NFUNC };
@@ -54,13 +66,22 @@ typedef uint64_t tick_t; /* TSC cycles, or nanoseconds of CLOCK_MONOTONIC */
 typedef struct {
     uint64_t count;
     tick_t time, tmin, tmax;
-    uint64_t bytes_sent, bytes_recv;
+    uint64_t bytes_sent, bytes_recv, bytes_written, bytes_read;
     uint64_t hist[NBIN];
 } stat_t;
 
+/* What one call moved, filled by its wrapper's rule. msg < 0: no entry in the size histogram;
+ * peer: MPI_COMM_WORLD rank for point-to-point, else -1. */
+typedef struct {
+    uint64_t s, r, w, rd;
+    int64_t msg;
+    int peer;
+} acc_t;
+#define ACC_NONE {0, 0, 0, 0, -1, -1}
+
 typedef struct { /* in the buffer */
     tick_t t0, t1;
-    int32_t func, peer; /* peer: MPI_COMM_WORLD rank for point-to-point, else -1 */
+    int32_t func, peer;
     uint64_t bytes;
 } trace_event;
 
@@ -83,6 +104,9 @@ static char out_dir[4096];
 
 static trace_event *trace_buf;
 static uint64_t trace_cap, trace_len, trace_dropped;
+
+/* Set while this thread is inside a wrapper: MPI_ calls the library makes meanwhile are its own. */
+static __thread int in_mpi __attribute__((tls_model("initial-exec")));
 
 static double clock_s(clockid_t id) {
     struct timespec ts;
@@ -145,33 +169,9 @@ static void calibrate(void) {
 
 static inline int size_bin(uint64_t b) { return b == 0 ? 0 : 64 - __builtin_clzll(b); }
 
-/* msg < 0: the call carries no message for the size histogram. */
-static inline void record(int f, tick_t t0, tick_t t1, uint64_t s, uint64_t r, int64_t msg,
-                          int peer) {
-    stat_t *x = &stats[f];
-    tick_t d = t1 > t0 ? t1 - t0 : 0;
-    x->count++;
-    x->time += d;
-    if (d < x->tmin) x->tmin = d;
-    if (d > x->tmax) x->tmax = d;
-    x->bytes_sent += s;
-    x->bytes_recv += r;
-    if (msg >= 0) {
-        int b = size_bin((uint64_t)msg);
-        x->hist[b < NBIN ? b : NBIN - 1]++;
-    }
-    if (trace_buf) {
-        if (trace_len < trace_cap) {
-            trace_event *e = &trace_buf[trace_len++];
-            e->t0 = t0;
-            e->t1 = t1;
-            e->func = f;
-            e->peer = peer;
-            e->bytes = s + r;
-        } else {
-            trace_dropped++;
-        }
-    }
+static inline void hist_add(stat_t *x, uint64_t b) {
+    int k = size_bin(b);
+    x->hist[k < NBIN ? k : NBIN - 1]++;
 }
 
 static inline uint64_t tsize(MPI_Datatype t) {
@@ -185,14 +185,20 @@ static inline uint64_t tsize(MPI_Datatype t) {
     return s > 0 ? (uint64_t)s : 0;
 }
 
-static inline uint64_t status_bytes(const MPI_Status *st) {
+/* The bytes a completed operation's status says it moved (MPI_UNDEFINED: -1). */
+static inline int64_t status_count(const MPI_Status *st) {
     MPI_Count n = 0;
-    if (st->MPI_SOURCE == MPI_PROC_NULL) return 0;
 #if HAVE_LARGE_COUNT
     PMPI_Get_count_c(st, MPI_BYTE, &n);
 #else
     PMPI_Get_elements_x(st, MPI_BYTE, &n);
 #endif
+    return n == MPI_UNDEFINED ? -1 : (int64_t)n;
+}
+
+static inline uint64_t status_bytes(const MPI_Status *st) {
+    if (st->MPI_SOURCE == MPI_PROC_NULL) return 0;
+    int64_t n = status_count(st);
     return n > 0 ? (uint64_t)n : 0;
 }
 
@@ -208,9 +214,37 @@ static inline int comm_rank(MPI_Comm c) {
     return n;
 }
 
+static inline int is_inter(MPI_Comm c) {
+    int inter = 0;
+    PMPI_Comm_test_inter(c, &inter);
+    return inter;
+}
+
+/* The number of entries of a collective's per-rank arrays: the remote group's size on an
+ * intercommunicator. */
+static inline int coll_size(MPI_Comm c) {
+    int n = 0;
+    if (is_inter(c))
+        PMPI_Comm_remote_size(c, &n);
+    else
+        PMPI_Comm_size(c, &n);
+    return n;
+}
+
+/* A rooted collective's root: `root` on an intracommunicator, MPI_ROOT on an intercommunicator. */
+static inline int is_root(MPI_Comm c, int root) {
+    if (root == MPI_ROOT) return 1;
+    if (root < 0) return 0; /* MPI_PROC_NULL */
+    return !is_inter(c) && comm_rank(c) == root;
+}
+
+/* Contributes data to a rooted collective (not the idle ranks of an intercommunicator's root
+ * group, nor the root itself there). */
+static inline int contributes(int root) { return root != MPI_ROOT && root != MPI_PROC_NULL; }
+
 /* ---- rank translation to MPI_COMM_WORLD ------------------------------------------------ */
-/* Communicators made by MPI_Comm_split / MPI_Comm_dup get their translation table when they
- * are created (not on the hot path); others fall back to a group translation per message. */
+/* Communicators made by MPI_Comm_split / MPI_Comm_dup / ... get their translation table when
+ * they are created (not on the hot path); others fall back to a group translation per message. */
 #define NCOMM_CACHE 32
 static struct {
     MPI_Comm comm;
@@ -220,9 +254,7 @@ static struct {
 
 static void cache_comm(MPI_Comm c) {
     if (!initialized || c == MPI_COMM_NULL) return;
-    int inter = 0;
-    PMPI_Comm_test_inter(c, &inter);
-    if (inter) return;
+    if (is_inter(c)) return;
     for (int i = 0; i < NCOMM_CACHE; i++) {
         if (comm_cache[i].map) continue;
         int n = comm_size(c);
@@ -261,9 +293,8 @@ static int world_rank_of(MPI_Comm c, int r) {
         if (comm_cache[i].map && comm_cache[i].comm == c)
             return r < comm_cache[i].n ? comm_cache[i].map[r] : -1;
     MPI_Group g;
-    int inter = 0, out = MPI_UNDEFINED;
-    PMPI_Comm_test_inter(c, &inter);
-    if (inter)
+    int out = MPI_UNDEFINED;
+    if (is_inter(c))
         PMPI_Comm_remote_group(c, &g);
     else
         PMPI_Comm_group(c, &g);
@@ -290,70 +321,552 @@ static inline int p2p_recv(MPI_Comm c, int src, uint64_t b) {
     return w;
 }
 
-/* ---- receives whose size is known only at completion ----------------------------------- */
-/* Open-addressing table: pending receive request (or matched message) -> its communicator. */
+/* A point-to-point send of `count` elements of `dt` to `dest` (nothing for MPI_PROC_NULL). */
+static inline void acc_send(acc_t *a, uint64_t count, MPI_Datatype dt, int dest, MPI_Comm c) {
+    if (dest == MPI_PROC_NULL) return;
+    uint64_t b = count * tsize(dt);
+    a->s += b;
+    a->msg = (int64_t)b;
+    a->peer = p2p_sent(c, dest, b);
+}
+
+/* A completed receive: its actual size and source from the status. */
+static inline void acc_recv(acc_t *a, MPI_Comm c, const MPI_Status *st, int primary) {
+    uint64_t b = status_bytes(st);
+    a->r += b;
+    int w = p2p_recv(c, st->MPI_SOURCE, b);
+    if (primary && st->MPI_SOURCE != MPI_PROC_NULL) {
+        a->msg = (int64_t)b;
+        a->peer = w;
+    }
+}
+
+/* MPI-IO: the bytes a status says were read or written; the requested size if it says nothing */
+static inline uint64_t io_bytes(const MPI_Status *st, uint64_t count, MPI_Datatype dt) {
+    int64_t n = status_count(st);
+    return n >= 0 ? (uint64_t)n : count * tsize(dt);
+}
+
+#define SUM_COUNTS(counts, n, out)                                                           \
+    do {                                                                                     \
+        out = 0;                                                                             \
+        for (int i_ = 0; i_ < (n); i_++) out += (uint64_t)(counts)[i_];                      \
+    } while (0)
+
+#define SUM_TYPED(counts, types, n, out)                                                     \
+    do {                                                                                     \
+        out = 0;                                                                             \
+        for (int i_ = 0; i_ < (n); i_++) out += (uint64_t)(counts)[i_] * tsize((types)[i_]); \
+    } while (0)
+
+/* A collective's size-histogram entry: the bytes it sends, or receives on a rank that only
+ * receives. */
+static inline void acc_coll(acc_t *a, uint64_t s, uint64_t r, uint64_t payload) {
+    a->s += s;
+    a->r += r;
+    a->msg = (int64_t)payload;
+}
+#define PAYLOAD(s, r) ((s) ? (s) : (r))
+
+/* Neighbourhood collectives: which of the topology's neighbours are real (a Cartesian
+ * topology's edges are MPI_PROC_NULL and move nothing). in/out: the number of entries of the
+ * receive and send arrays (at most NNBR are told apart; beyond, every entry counts). */
+#define NNBR 64
+typedef struct {
+    int in, out;
+    unsigned char in_real[NNBR], out_real[NNBR];
+} nbrs_t;
+
+static void neighbours(MPI_Comm c, nbrs_t *nb) {
+    int topo = MPI_UNDEFINED;
+    nb->in = nb->out = 0;
+    memset(nb->in_real, 1, NNBR);
+    memset(nb->out_real, 1, NNBR);
+    PMPI_Topo_test(c, &topo);
+    if (topo == MPI_CART) {
+        int nd = 0;
+        PMPI_Cartdim_get(c, &nd);
+        nb->in = nb->out = 2 * nd;
+        for (int d = 0; d < nd && 2 * d + 1 < NNBR; d++) {
+            int src, dst;
+            PMPI_Cart_shift(c, d, 1, &src, &dst);
+            /* order per dimension: the -1 neighbour, then the +1 neighbour */
+            nb->in_real[2 * d] = nb->out_real[2 * d] = src != MPI_PROC_NULL;
+            nb->in_real[2 * d + 1] = nb->out_real[2 * d + 1] = dst != MPI_PROC_NULL;
+        }
+    } else if (topo == MPI_GRAPH) {
+        int n = 0;
+        PMPI_Graph_neighbors_count(c, comm_rank(c), &n);
+        nb->in = nb->out = n;
+    } else if (topo == MPI_DIST_GRAPH) {
+        int w;
+        PMPI_Dist_graph_neighbors_count(c, &nb->in, &nb->out, &w);
+    }
+}
+
+static inline int nbr_real(const unsigned char *real, int i) { return i >= NNBR || real[i]; }
+
+#define NBR_SUM(counts, real, n, out)                                                        \
+    do {                                                                                     \
+        out = 0;                                                                             \
+        for (int i_ = 0; i_ < (n); i_++)                                                     \
+            if (nbr_real(real, i_)) out += (uint64_t)(counts)[i_];                           \
+    } while (0)
+
+#define NBR_SUM_TYPED(counts, types, real, n, out)                                           \
+    do {                                                                                     \
+        out = 0;                                                                             \
+        for (int i_ = 0; i_ < (n); i_++)                                                     \
+            if (nbr_real(real, i_)) out += (uint64_t)(counts)[i_] * tsize((types)[i_]);      \
+    } while (0)
+
+static inline int nbr_count(const unsigned char *real, int n) {
+    int k = 0;
+    for (int i = 0; i < n; i++) k += nbr_real(real, i);
+    return k;
+}
+
+/* ---- requests followed to their completion or their start ------------------------------- */
+/* Open-addressing tables keyed by request (or matched message) handle: pending receives, whose
+ * size is known only when they complete, and persistent requests, whose bytes count at each
+ * MPI_Start. */
 #define NPEND 4096
 typedef struct {
     uint64_t key;
     MPI_Comm comm;
-    int used;
+    int used, func, site, kind, peer;
+    uint64_t s, r; /* persistent: the bytes one start sends and receives */
 } pend_t;
-static pend_t pend_req[NPEND], pend_msg[NPEND];
-static int npend_req, npend_msg;
+static pend_t pend_req[NPEND], pend_msg[NPEND], persist[NPEND];
+static int npend_req, npend_msg, npersist;
+
+enum { PK_RECV, PK_SEND, PK_COLL };
 
 static inline uint64_t hkey(uint64_t k) { return (k * 0x9E3779B97F4A7C15ull) >> 52; }
 
-static int pend_put(pend_t *t, int *n, uint64_t key, MPI_Comm c) {
-    if (*n >= NPEND * 3 / 4) return 0;
+static pend_t *pend_put(pend_t *t, int *n, uint64_t key, MPI_Comm c) {
+    if (*n >= NPEND * 3 / 4) return NULL;
     uint64_t i = hkey(key) & (NPEND - 1);
     while (t[i].used && t[i].key != key) i = (i + 1) & (NPEND - 1);
     if (!t[i].used) (*n)++;
+    memset(&t[i], 0, sizeof t[i]);
     t[i].used = 1;
     t[i].key = key;
     t[i].comm = c;
-    return 1;
+    t[i].site = -1;
+    t[i].peer = -1;
+    return &t[i];
 }
 
-static int pend_take(pend_t *t, int *n, uint64_t key, MPI_Comm *c) {
+static pend_t *pend_find(pend_t *t, uint64_t key) {
     uint64_t i = hkey(key) & (NPEND - 1);
     while (t[i].used) {
-        if (t[i].key == key) {
-            *c = t[i].comm;
-            t[i].used = 0;
-            (*n)--;
-            /* re-insert the rest of the cluster so later lookups still find their keys */
-            uint64_t j = (i + 1) & (NPEND - 1);
-            while (t[j].used) {
-                pend_t e = t[j];
-                t[j].used = 0;
-                (*n)--;
-                pend_put(t, n, e.key, e.comm);
-                j = (j + 1) & (NPEND - 1);
-            }
-            return 1;
-        }
+        if (t[i].key == key) return &t[i];
         i = (i + 1) & (NPEND - 1);
     }
-    return 0;
+    return NULL;
+}
+
+/* Removes the entry for `key` into *out; 0 if there is none. */
+static int pend_take(pend_t *t, int *n, uint64_t key, pend_t *out) {
+    pend_t *e = pend_find(t, key);
+    if (!e) return 0;
+    if (out) *out = *e;
+    e->used = 0;
+    (*n)--;
+    /* re-insert the rest of the cluster so later lookups still find their keys */
+    uint64_t j = ((uint64_t)(e - t) + 1) & (NPEND - 1);
+    while (t[j].used) {
+        pend_t moved = t[j];
+        t[j].used = 0;
+        (*n)--;
+        pend_t *dst = pend_put(t, n, moved.key, moved.comm);
+        if (dst) *dst = moved;
+        j = (j + 1) & (NPEND - 1);
+    }
+    return 1;
 }
 
 #define RKEY(r) ((uint64_t)(uintptr_t)(r))
 
-/* A request completed with status st: if it was a receive we posted, account its bytes. */
+typedef struct {
+    uint64_t count, bytes_sent, bytes_recv, bytes_written, bytes_read;
+    tick_t time, tmin, tmax;
+    int32_t func;
+    uint8_t nframes, python;
+    void *frames[16];
+    char *where; /* Python frames: "file\tline\tfunction\n" per frame, resolved when first seen */
+} site_t;
+static site_t *sites;
+
+/* A receive posted by function f at call site `site`: its bytes are added when it completes.
+ * If the table is full, the posted size and source are counted at once. */
+static void pend_recv(MPI_Request h, MPI_Comm c, int f, int site, uint64_t count,
+                      MPI_Datatype dt, int src) {
+    pend_t *e = pend_put(pend_req, &npend_req, RKEY(h), c);
+    if (e) {
+        e->func = f;
+        e->site = site;
+        e->kind = PK_RECV;
+        return;
+    }
+    uint64_t b = count * tsize(dt);
+    stats[f].bytes_recv += b;
+    if (site >= 0) sites[site].bytes_recv += b;
+    p2p_recv(c, src, b);
+}
+
+/* A request completed with status st: if it was a receive we follow, account its bytes. */
 static inline void complete_req(MPI_Request h, const MPI_Status *st) {
-    MPI_Comm c;
+    pend_t e;
     if (npend_req == 0 || h == MPI_REQUEST_NULL) return;
-    if (!pend_take(pend_req, &npend_req, RKEY(h), &c)) return;
+    if (!pend_take(pend_req, &npend_req, RKEY(h), &e)) return;
     if (st->MPI_SOURCE == MPI_PROC_NULL) return;
     uint64_t b = status_bytes(st);
-    stat_t *x = &stats[F_Irecv];
+    stat_t *x = &stats[e.func];
     x->bytes_recv += b;
-    int bin = size_bin(b);
-    x->hist[bin < NBIN ? bin : NBIN - 1]++;
-    p2p_recv(c, st->MPI_SOURCE, b);
+    hist_add(x, b);
+    if (e.site >= 0) sites[e.site].bytes_recv += b;
+    p2p_recv(e.comm, st->MPI_SOURCE, b);
+}
+
+/* A persistent request was made: what each of its starts moves. */
+static void persist_add(int rc, MPI_Request h, int kind, uint64_t s, uint64_t r, int peer,
+                        MPI_Comm c) {
+    if (rc != MPI_SUCCESS) return;
+    pend_t *e = pend_put(persist, &npersist, RKEY(h), c);
+    if (!e) return;
+    e->kind = kind;
+    e->s = s;
+    e->r = r;
+    e->peer = peer;
+}
+
+/* MPI_Start / MPI_Startall: one started request's bytes (to function f's histogram). */
+static void persist_start(acc_t *a, stat_t *x, MPI_Request h) {
+    pend_t *e = npersist ? pend_find(persist, RKEY(h)) : NULL;
+    if (!e) return;
+    if (e->kind == PK_SEND) {
+        a->s += e->s;
+        if (e->peer != MPI_PROC_NULL) {
+            hist_add(x, e->s);
+            a->peer = p2p_sent(e->comm, e->peer, e->s);
+        }
+    } else if (e->kind == PK_COLL) {
+        a->s += e->s;
+        a->r += e->r;
+        if (e->s || e->r) hist_add(x, PAYLOAD(e->s, e->r)); /* a barrier has no message */
+    } else {
+        a->peer = world_rank_of(e->comm, e->peer);
+    }
+}
+
+/* After the start is recorded at `site`: a started receive is followed to its completion. */
+static void persist_started(MPI_Request h, int f, int site) {
+    pend_t *e = npersist ? pend_find(persist, RKEY(h)) : NULL;
+    if (!e || e->kind != PK_RECV) return;
+    pend_t *p = pend_put(pend_req, &npend_req, RKEY(h), e->comm);
+    if (p) {
+        p->func = f;
+        p->site = site;
+        p->kind = PK_RECV;
+    }
+}
+
+static void request_freed(MPI_Request h) {
+    if (npersist) pend_take(persist, &npersist, RKEY(h), NULL);
+    if (npend_req) pend_take(pend_req, &npend_req, RKEY(h), NULL);
+}
+
+/* ---- call sites --------------------------------------------------------------------------- */
+#define NSITE 4096
+#define MAXFRAMES 16
+static int site_depth;     /* frames per site, 0: call sites off */
+static int site_fast;      /* depth 1, no Python, no Fortran binding: the return address alone */
+static int nsites;
+static uint64_t sites_dropped;
+static uintptr_t self_lo, self_hi, fort_lo, fort_hi; /* this library's and Fortran's text */
+typedef int (*py_frames_fn)(void **out, int depth);
+typedef int (*py_describe_fn)(void *code, void *offset, char *out, size_t n);
+static py_frames_fn py_frames;
+static py_describe_fn py_describe;
+
+static inline int in_range(void *p, uintptr_t lo, uintptr_t hi) {
+    return (uintptr_t)p >= lo && (uintptr_t)p < hi;
+}
+
+/* The frames of a call that the fast path cannot take: Python's, or a stack walk. Returns the
+ * number of slots used (2 per Python frame: code object, instruction offset). */
+static int capture(void **fr, void *ra, int *python) {
+    *python = 0;
+    if (py_frames) {
+        int n = py_frames(fr, site_depth);
+        if (n > 0) {
+            *python = 1;
+            return 2 * n;
+        }
+    }
+    if (site_depth == 1 && !in_range(ra, fort_lo, fort_hi)) {
+        fr[0] = ra;
+        return 1;
+    }
+    void *bt[MAXFRAMES + 16];
+    int m = backtrace(bt, MAXFRAMES + 16), i = 0, k = 0;
+    while (i < m && in_range(bt[i], self_lo, self_hi)) i++;   /* this library's frames */
+    while (i < m && in_range(bt[i], fort_lo, fort_hi)) i++;   /* mpi_send_ -> MPI_Send */
+    for (; i < m && k < site_depth; i++) fr[k++] = bt[i];
+    return k;
+}
+
+static char *describe_python(void **fr, int n) {
+    size_t cap = 256 * (size_t)n + 1, len = 0;
+    char *out = malloc(cap);
+    if (!out) return NULL;
+    out[0] = 0;
+    for (int i = 0; i + 1 < n; i += 2) {
+        if (py_describe(fr[i], fr[i + 1], out + len, cap - len) < 0) break;
+        len += strlen(out + len);
+    }
+    return out;
+}
+
+/* The site of a call to function f (its index in `sites`, -1 if sites are off or full). */
+static inline int site_of(int f, void *ra) {
+    void *fr[MAXFRAMES];
+    int n, python = 0;
+    if (site_fast && !in_range(ra, fort_lo, fort_hi)) {
+        fr[0] = ra;
+        n = 1;
+    } else {
+        n = capture(fr, ra, &python);
+    }
+    uint64_t h = (uint64_t)f * 0x9E3779B97F4A7C15ull;
+    for (int i = 0; i < n; i++) h = (h ^ (uint64_t)(uintptr_t)fr[i]) * 0x100000001B3ull;
+    uint64_t i = (h >> 40) & (NSITE - 1);
+    for (;;) {
+        site_t *s = &sites[i];
+        if (!s->nframes && !s->count) {
+            if (nsites >= NSITE * 3 / 4 || n == 0) {
+                sites_dropped++;
+                return -1;
+            }
+            s->func = f;
+            s->nframes = (uint8_t)n;
+            s->python = (uint8_t)python;
+            memcpy(s->frames, fr, sizeof(void *) * (size_t)n);
+            s->tmin = UINT64_MAX;
+            if (python) s->where = describe_python(fr, n);
+            nsites++;
+            return (int)i;
+        }
+        if (s->func == f && s->nframes == n && !memcmp(s->frames, fr, sizeof(void *) * (size_t)n))
+            return (int)i;
+        i = (i + 1) & (NSITE - 1);
+    }
+}
+
+/* ---- accounting of one call ------------------------------------------------------------- */
+static inline int finish(int f, const acc_t *a, tick_t t0, tick_t t1, void *ra) {
+    stat_t *x = &stats[f];
+    tick_t d = t1 > t0 ? t1 - t0 : 0;
+    x->count++;
+    x->time += d;
+    if (d < x->tmin) x->tmin = d;
+    if (d > x->tmax) x->tmax = d;
+    x->bytes_sent += a->s;
+    x->bytes_recv += a->r;
+    x->bytes_written += a->w;
+    x->bytes_read += a->rd;
+    if (a->msg >= 0) hist_add(x, (uint64_t)a->msg);
+    if (trace_buf) {
+        if (trace_len < trace_cap) {
+            trace_event *e = &trace_buf[trace_len++];
+            e->t0 = t0;
+            e->t1 = t1;
+            e->func = f;
+            e->peer = a->peer;
+            e->bytes = a->s + a->r + a->w + a->rd;
+        } else {
+            trace_dropped++;
+        }
+    }
+    if (!site_depth) return -1;
+    int k = site_of(f, ra);
+    if (k >= 0) {
+        site_t *s = &sites[k];
+        s->count++;
+        s->time += d;
+        if (d < s->tmin) s->tmin = d;
+        if (d > s->tmax) s->tmax = d;
+        s->bytes_sent += a->s;
+        s->bytes_recv += a->r;
+        s->bytes_written += a->w;
+        s->bytes_read += a->rd;
+    }
+    return k;
 }
 
 /* ---- output ----------------------------------------------------------------------------- */
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+/* The loaded objects, to name each call site's module and its address there. */
+#define NMOD 512
+typedef struct {
+    uintptr_t lo, hi, bias;
+    char path[PATH_MAX];
+    int used; /* index in the file's "modules" list, or -1 */
+} module_t;
+static module_t *mods;
+static int nmods;
+
+static int collect_module(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    (void)data;
+    if (nmods >= NMOD) return 1;
+    module_t *m = &mods[nmods];
+    m->lo = UINTPTR_MAX;
+    m->hi = 0;
+    m->bias = info->dlpi_addr;
+    m->used = -1;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD) continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (lo < m->lo) m->lo = lo;
+        if (hi > m->hi) m->hi = hi;
+    }
+    if (m->lo >= m->hi) return 0;
+    const char *name = info->dlpi_name;
+    if (!name || !name[0]) {
+        ssize_t n = readlink("/proc/self/exe", m->path, sizeof m->path - 1);
+        m->path[n > 0 ? n : 0] = 0;
+    } else {
+        snprintf(m->path, sizeof m->path, "%s", name);
+    }
+    nmods++;
+    return 0;
+}
+
+static int module_of(void *p) {
+    for (int i = 0; i < nmods; i++)
+        if (in_range(p, mods[i].lo, mods[i].hi)) return i;
+    return -1;
+}
+
+/* The text segment holding address p (for this library and the Fortran binding library). */
+static int text_of_cb(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    uintptr_t *q = data, p = q[0];
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        uintptr_t lo = info->dlpi_addr + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (p >= lo && p < hi) {
+            q[1] = lo;
+            q[2] = hi;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static void text_of(void *p, uintptr_t *lo, uintptr_t *hi) {
+    uintptr_t q[3] = {(uintptr_t)p, 0, 0};
+    if (p) dl_iterate_phdr(text_of_cb, q);
+    *lo = q[1];
+    *hi = q[2];
+}
+
+static void write_sites(FILE *f) {
+    fprintf(f, ",\n\"callsite_depth\":%d,\"callsites_dropped\":%llu", site_depth,
+            (unsigned long long)sites_dropped);
+    if (!sites) {
+        fputs(",\"modules\":[],\"callsites\":[]", f);
+        return;
+    }
+    mods = calloc(NMOD, sizeof(module_t));
+    nmods = 0;
+    if (mods) dl_iterate_phdr(collect_module, NULL);
+    int nused = 0;
+    fputs(",\n\"callsites\":[", f);
+    int first = 1;
+    for (int i = 0; i < NSITE; i++) {
+        site_t *s = &sites[i];
+        if (!s->count) continue;
+        fprintf(f, "%s\n{\"call\":\"%s\",\"frames\":[", first ? "" : ",", func_names[s->func]);
+        first = 0;
+        if (s->python) {
+            /* "file\tline\tfunction\n" per frame */
+            const char *p = s->where ? s->where : "";
+            int ff = 1;
+            while (*p) {
+                const char *t1 = strchr(p, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+                const char *nl = t2 ? strchr(t2 + 1, '\n') : NULL;
+                if (!nl) break;
+                char file[PATH_MAX], func[512];
+                snprintf(file, sizeof file, "%.*s", (int)(t1 - p), p);
+                snprintf(func, sizeof func, "%.*s", (int)(nl - t2 - 1), t2 + 1);
+                fprintf(f, "%s{\"file\":", ff ? "" : ",");
+                json_str(f, file);
+                fprintf(f, ",\"line\":%d,\"function\":", atoi(t1 + 1));
+                json_str(f, func);
+                fputc('}', f);
+                ff = 0;
+                p = nl + 1;
+            }
+        } else {
+            for (int k = 0; k < s->nframes; k++) {
+                int m = mods ? module_of(s->frames[k]) : -1;
+                if (m < 0) {
+                    fprintf(f, "%s{\"address\":\"%p\"}", k ? "," : "", s->frames[k]);
+                    continue;
+                }
+                if (mods[m].used < 0) mods[m].used = nused++;
+                fprintf(f, "%s{\"module\":%d,\"offset\":\"0x%llx\"}", k ? "," : "", mods[m].used,
+                        (unsigned long long)((uintptr_t)s->frames[k] - mods[m].bias));
+            }
+        }
+        fprintf(f,
+                "],\"count\":%llu,\"time_s\":%.9e,\"min_s\":%.9e,\"max_s\":%.9e,"
+                "\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"bytes_written\":%llu,"
+                "\"bytes_read\":%llu}",
+                (unsigned long long)s->count, (double)s->time * tick_s,
+                (double)s->tmin * tick_s, (double)s->tmax * tick_s,
+                (unsigned long long)s->bytes_sent, (unsigned long long)s->bytes_recv,
+                (unsigned long long)s->bytes_written, (unsigned long long)s->bytes_read);
+    }
+    fputs("],\n\"modules\":[", f);
+    for (int u = 0; u < nused; u++) {
+        for (int m = 0; m < nmods; m++) {
+            if (mods[m].used != u) continue;
+            struct stat sb;
+            long long size = -1, mtime = -1;
+            if (stat(mods[m].path, &sb) == 0) {
+                size = (long long)sb.st_size;
+                mtime = (long long)sb.st_mtime;
+            }
+            fprintf(f, "%s{\"path\":", u ? "," : "");
+            json_str(f, mods[m].path);
+            fprintf(f, ",\"size\":%lld,\"mtime\":%lld}", size, mtime);
+        }
+    }
+    fputs("]", f);
+    free(mods);
+    mods = NULL;
+}
+
 static void write_profile(int complete, int aborted, tick_t t_end) {
     if (!out_dir[0] || world_rank < 0) return;
     char path[4200], tmp[4300];
@@ -372,22 +885,28 @@ static void write_profile(int complete, int aborted, tick_t t_end) {
     for (int i = 0; i < NFUNC; i++) mpi += (double)stats[i].time * tick_s;
     fprintf(f,
             "{\"format\":\"cloudhpc-pmpi-rank\",\"format_version\":%d,\"rank\":%d,\"size\":%d,"
-            "\"host\":\"%s\",\"pid\":%d,\"complete\":%s,\"aborted\":%s,"
+            "\"host\":",
+            PROFILE_FORMAT_VERSION, world_rank, world_size);
+    json_str(f, host);
+    fprintf(f,
+            ",\"pid\":%d,\"complete\":%s,\"aborted\":%s,"
             "\"clock\":\"%s\",\"tick_s\":%.6e,\"t_init\":%.9f,\"t_init_wall\":%.6f,"
             "\"total_s\":%.9e,\"mpi_s\":%.9e,\n\"calls\":{",
-            PROFILE_FORMAT_VERSION, world_rank, world_size, host, (int)getpid(),
-            complete ? "true" : "false", aborted ? "true" : "false", use_tsc ? "tsc" : "monotonic",
-            tick_s, mono_init, wall_init, (double)(t_end - tick_init) * tick_s, mpi);
+            (int)getpid(), complete ? "true" : "false", aborted ? "true" : "false",
+            use_tsc ? "tsc" : "monotonic", tick_s, mono_init, wall_init,
+            (double)(t_end - tick_init) * tick_s, mpi);
     int first = 1;
     for (int i = 0; i < NFUNC; i++) {
         stat_t *x = &stats[i];
         if (!x->count) continue;
         fprintf(f,
                 "%s\n\"%s\":{\"count\":%llu,\"time_s\":%.9e,\"min_s\":%.9e,\"max_s\":%.9e,"
-                "\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"size_hist\":{",
+                "\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"bytes_written\":%llu,"
+                "\"bytes_read\":%llu,\"size_hist\":{",
                 first ? "" : ",", func_names[i], (unsigned long long)x->count,
                 (double)x->time * tick_s, (double)x->tmin * tick_s, (double)x->tmax * tick_s,
-                (unsigned long long)x->bytes_sent, (unsigned long long)x->bytes_recv);
+                (unsigned long long)x->bytes_sent, (unsigned long long)x->bytes_recv,
+                (unsigned long long)x->bytes_written, (unsigned long long)x->bytes_read);
         first = 0;
         int hf = 1;
         for (int b = 0; b < NBIN; b++) {
@@ -407,7 +926,9 @@ static void write_profile(int complete, int aborted, tick_t t_end) {
             fprintf(f, "%s%llu", r ? "," : "", (unsigned long long)arrs[k][r]);
         fputs("]", f);
     }
-    fprintf(f, "},\n\"trace\":{\"enabled\":%s,\"events\":%llu,\"dropped\":%llu,\"names\":[",
+    fputs("}", f);
+    write_sites(f);
+    fprintf(f, ",\n\"trace\":{\"enabled\":%s,\"events\":%llu,\"dropped\":%llu,\"names\":[",
             trace_buf ? "true" : "false", (unsigned long long)trace_len,
             (unsigned long long)trace_dropped);
     for (int i = 0; i < NFUNC; i++) fprintf(f, "%s\"%s\"", i ? "," : "", func_names[i]);
@@ -447,6 +968,37 @@ static void write_trace(void) {
     if (fclose(f) || bad || rename(tmp, path)) unlink(tmp);
 }
 
+/* Call sites: the depth, this library's and the Fortran binding's text, and in a Python
+ * process the helper that reads Python's frames. */
+static void setup_sites(void) {
+    const char *d = getenv("CLOUDHPC_PROFILE_CALLSITE_DEPTH");
+    site_depth = d ? atoi(d) : 1;
+    if (site_depth < 0) site_depth = 0;
+    if (site_depth > MAXFRAMES / 2) site_depth = MAXFRAMES / 2;
+    if (!site_depth) return;
+    sites = calloc(NSITE, sizeof(site_t));
+    if (!sites) {
+        site_depth = 0;
+        return;
+    }
+    text_of((void *)&setup_sites, &self_lo, &self_hi);
+    text_of(dlsym(RTLD_DEFAULT, "mpi_init_"), &fort_lo, &fort_hi);
+    const char *helper = getenv("CLOUDHPC_PROFILE_PYSITE");
+    if (helper && helper[0] && dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState")) {
+        void *h = dlopen(helper, RTLD_NOW | RTLD_LOCAL);
+        if (h) {
+            py_frames = (py_frames_fn)dlsym(h, "cloudhpc_pysite_frames");
+            py_describe = (py_describe_fn)dlsym(h, "cloudhpc_pysite_describe");
+            if (!py_describe) py_frames = NULL;
+        }
+    }
+    if (site_depth > 1 || fort_hi) {
+        void *warm[4];
+        backtrace(warm, 4); /* loads the unwinder now, not inside a timed call */
+    }
+    site_fast = site_depth == 1 && !py_frames;
+}
+
 static void setup(void) {
     const char *d = getenv("CLOUDHPC_PROFILE_DIR");
     if (d) snprintf(out_dir, sizeof out_dir, "%s", d);
@@ -463,6 +1015,7 @@ static void setup(void) {
         trace_cap = cap ? strtoull(cap, NULL, 10) : (1ull << 20);
         trace_buf = trace_cap ? malloc(trace_cap * sizeof(trace_event)) : NULL;
     }
+    setup_sites();
     initialized = 1;
 }
 
@@ -473,26 +1026,34 @@ static void reset_stats(void) {
     }
 }
 
-/* ---- environment management ------------------------------------------------------------ */
+/* ---- environment management (by hand: they set the library up and write the profile) ---- */
 int MPI_Init(int *argc, char ***argv) {
+    void *ra = __builtin_return_address(0);
     reset_stats();
     start_clock();
     tick_t t0 = tick_init;
+    in_mpi = 1;
     int rc = PMPI_Init(argc, argv);
+    in_mpi = 0;
     tick_t t1 = now();
     setup();
-    record(F_Init, t0, t1, 0, 0, -1, -1);
+    acc_t A = ACC_NONE;
+    finish(F_Init, &A, t0, t1, ra);
     return rc;
 }
 
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
+    void *ra = __builtin_return_address(0);
     reset_stats();
     start_clock();
     tick_t t0 = tick_init;
+    in_mpi = 1;
     int rc = PMPI_Init_thread(argc, argv, required, provided);
+    in_mpi = 0;
     tick_t t1 = now();
     setup();
-    record(F_Init_thread, t0, t1, 0, 0, -1, -1);
+    acc_t A = ACC_NONE;
+    finish(F_Init_thread, &A, t0, t1, ra);
     return rc;
 }
 
@@ -500,794 +1061,63 @@ static int aborting;
 
 int MPI_Finalize(void) {
     /* MPICH's abort path can reach MPI_Finalize through this wrapper: keep the abort profile */
-    if (aborting) return PMPI_Finalize();
+    if (aborting || in_mpi) return PMPI_Finalize();
+    void *ra = __builtin_return_address(0);
     /* Write first without Finalize's own time: if a peer's death makes Finalize hang or the
      * launcher kills this rank inside it, the profile of the work done so far is kept. */
     tick_t t0 = now();
     write_profile(0, 0, t0);
+    in_mpi = 1;
     int rc = PMPI_Finalize();
+    in_mpi = 0;
     tick_t t1 = now();
-    record(F_Finalize, t0, t1, 0, 0, -1, -1);
+    acc_t A = ACC_NONE;
+    finish(F_Finalize, &A, t0, t1, ra);
     write_trace();
     write_profile(1, 0, t1);
     return rc;
 }
 
 int MPI_Abort(MPI_Comm comm, int errorcode) {
+    void *ra = __builtin_return_address(0);
     tick_t t = now();
     aborting = 1;
-    record(F_Abort, t, t, 0, 0, -1, -1);
+    acc_t A = ACC_NONE;
+    finish(F_Abort, &A, t, t, ra);
     write_trace();
     write_profile(0, 1, t);
     return PMPI_Abort(comm, errorcode);
 }
 
-int MPI_Comm_rank(MPI_Comm comm, int *rank) {
-    tick_t t0 = now();
-    int rc = PMPI_Comm_rank(comm, rank);
-    record(F_Comm_rank, t0, now(), 0, 0, -1, -1);
-    return rc;
-}
-
-int MPI_Comm_size(MPI_Comm comm, int *size) {
-    tick_t t0 = now();
-    int rc = PMPI_Comm_size(comm, size);
-    record(F_Comm_size, t0, now(), 0, 0, -1, -1);
-    return rc;
-}
-
-int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm) {
-    tick_t t0 = now();
-    int rc = PMPI_Comm_split(comm, color, key, newcomm);
-    tick_t t1 = now();
-    if (rc == MPI_SUCCESS) cache_comm(*newcomm);
-    record(F_Comm_split, t0, t1, 0, 0, -1, -1);
-    return rc;
-}
-
-int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm) {
-    tick_t t0 = now();
-    int rc = PMPI_Comm_dup(comm, newcomm);
-    tick_t t1 = now();
-    if (rc == MPI_SUCCESS) cache_comm(*newcomm);
-    record(F_Comm_dup, t0, t1, 0, 0, -1, -1);
-    return rc;
-}
-
-int MPI_Comm_free(MPI_Comm *comm) {
-    MPI_Comm c = *comm;
-    tick_t t0 = now();
-    int rc = PMPI_Comm_free(comm);
-    tick_t t1 = now();
-    uncache_comm(c);
-    record(F_Comm_free, t0, t1, 0, 0, -1, -1);
-    return rc;
-}
-
-/* ---- point-to-point ---------------------------------------------------------------------- */
-#define W_SEND(N, S, CNT)                                                                    \
-    int MPI_##N##S(const void *buf, CNT count, MPI_Datatype dt, int dest, int tag,           \
-                   MPI_Comm comm) {                                                          \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_##N##S(buf, count, dt, dest, tag, comm);                               \
-        tick_t t1 = now();                                                                   \
-        uint64_t b = dest == MPI_PROC_NULL ? 0 : (uint64_t)count * tsize(dt);                \
-        int w = p2p_sent(comm, dest, b);                                                     \
-        record(F_##N, t0, t1, b, 0, dest == MPI_PROC_NULL ? -1 : (int64_t)b, w);             \
-        return rc;                                                                           \
-    }
-W_SEND(Send, , int)
-#if HAVE_LARGE_COUNT
-W_SEND(Send, _c, MPI_Count)
-#endif
-W_SEND(Ssend, , int)
-#if HAVE_LARGE_COUNT
-W_SEND(Ssend, _c, MPI_Count)
-#endif
-W_SEND(Rsend, , int)
-#if HAVE_LARGE_COUNT
-W_SEND(Rsend, _c, MPI_Count)
-#endif
-W_SEND(Bsend, , int)
-#if HAVE_LARGE_COUNT
-W_SEND(Bsend, _c, MPI_Count)
-#endif
-
-#define W_ISEND(N, S, CNT)                                                                   \
-    int MPI_##N##S(const void *buf, CNT count, MPI_Datatype dt, int dest, int tag,           \
-                   MPI_Comm comm, MPI_Request *req) {                                        \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_##N##S(buf, count, dt, dest, tag, comm, req);                          \
-        tick_t t1 = now();                                                                   \
-        uint64_t b = dest == MPI_PROC_NULL ? 0 : (uint64_t)count * tsize(dt);                \
-        int w = p2p_sent(comm, dest, b);                                                     \
-        record(F_##N, t0, t1, b, 0, dest == MPI_PROC_NULL ? -1 : (int64_t)b, w);             \
-        return rc;                                                                           \
-    }
-W_ISEND(Isend, , int)
-#if HAVE_LARGE_COUNT
-W_ISEND(Isend, _c, MPI_Count)
-#endif
-W_ISEND(Issend, , int)
-#if HAVE_LARGE_COUNT
-W_ISEND(Issend, _c, MPI_Count)
-#endif
-W_ISEND(Irsend, , int)
-#if HAVE_LARGE_COUNT
-W_ISEND(Irsend, _c, MPI_Count)
-#endif
-W_ISEND(Ibsend, , int)
-#if HAVE_LARGE_COUNT
-W_ISEND(Ibsend, _c, MPI_Count)
-#endif
-
-#define W_RECV(S, CNT)                                                                       \
-    int MPI_Recv##S(void *buf, CNT count, MPI_Datatype dt, int src, int tag, MPI_Comm comm,  \
-                    MPI_Status *status) {                                                    \
-        MPI_Status local;                                                                    \
-        MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;                      \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Recv##S(buf, count, dt, src, tag, comm, st);                           \
-        tick_t t1 = now();                                                                   \
-        uint64_t b = status_bytes(st);                                                       \
-        int w = p2p_recv(comm, st->MPI_SOURCE, b);                                           \
-        record(F_Recv, t0, t1, 0, b, st->MPI_SOURCE == MPI_PROC_NULL ? -1 : (int64_t)b, w);  \
-        return rc;                                                                           \
-    }
-W_RECV(, int)
-#if HAVE_LARGE_COUNT
-W_RECV(_c, MPI_Count)
-#endif
-
-/* Irecv: counted when posted; its bytes and source are added when the request completes. */
-#define W_IRECV(S, CNT)                                                                      \
-    int MPI_Irecv##S(void *buf, CNT count, MPI_Datatype dt, int src, int tag, MPI_Comm comm, \
-                     MPI_Request *req) {                                                     \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Irecv##S(buf, count, dt, src, tag, comm, req);                         \
-        tick_t t1 = now();                                                                   \
-        if (rc == MPI_SUCCESS && !pend_put(pend_req, &npend_req, RKEY(*req), comm)) {        \
-            /* table full: fall back to the posted size and source */                        \
-            uint64_t b = (uint64_t)count * tsize(dt);                                        \
-            stats[F_Irecv].bytes_recv += b;                                                  \
-            p2p_recv(comm, src, b);                                                          \
-        }                                                                                    \
-        record(F_Irecv, t0, t1, 0, 0, -1, world_rank_of(comm, src));                         \
-        return rc;                                                                           \
-    }
-W_IRECV(, int)
-#if HAVE_LARGE_COUNT
-W_IRECV(_c, MPI_Count)
-#endif
-
-#define W_SENDRECV(S, CNT)                                                                   \
-    int MPI_Sendrecv##S(const void *sbuf, CNT scount, MPI_Datatype stype, int dest, int stag, \
-                        void *rbuf, CNT rcount, MPI_Datatype rtype, int src, int rtag,        \
-                        MPI_Comm comm, MPI_Status *status) {                                 \
-        MPI_Status local;                                                                    \
-        MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;                      \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Sendrecv##S(sbuf, scount, stype, dest, stag, rbuf, rcount, rtype, src, \
-                                  rtag, comm, st);                                           \
-        tick_t t1 = now();                                                                   \
-        uint64_t bs = dest == MPI_PROC_NULL ? 0 : (uint64_t)scount * tsize(stype);           \
-        uint64_t br = status_bytes(st);                                                      \
-        int w = p2p_sent(comm, dest, bs);                                                    \
-        p2p_recv(comm, st->MPI_SOURCE, br);                                                  \
-        record(F_Sendrecv, t0, t1, bs, br, dest == MPI_PROC_NULL ? -1 : (int64_t)bs, w);     \
-        return rc;                                                                           \
-    }
-W_SENDRECV(, int)
-#if HAVE_LARGE_COUNT
-W_SENDRECV(_c, MPI_Count)
-#endif
-
-#define W_SENDRECV_REPLACE(S, CNT)                                                           \
-    int MPI_Sendrecv_replace##S(void *buf, CNT count, MPI_Datatype dt, int dest, int stag,   \
-                                int src, int rtag, MPI_Comm comm, MPI_Status *status) {      \
-        MPI_Status local;                                                                    \
-        MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;                      \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Sendrecv_replace##S(buf, count, dt, dest, stag, src, rtag, comm, st);  \
-        tick_t t1 = now();                                                                   \
-        uint64_t bs = dest == MPI_PROC_NULL ? 0 : (uint64_t)count * tsize(dt);               \
-        uint64_t br = status_bytes(st);                                                      \
-        int w = p2p_sent(comm, dest, bs);                                                    \
-        p2p_recv(comm, st->MPI_SOURCE, br);                                                  \
-        record(F_Sendrecv_replace, t0, t1, bs, br,                                           \
-               dest == MPI_PROC_NULL ? -1 : (int64_t)bs, w);                                 \
-        return rc;                                                                           \
-    }
-W_SENDRECV_REPLACE(, int)
-#if HAVE_LARGE_COUNT
-W_SENDRECV_REPLACE(_c, MPI_Count)
-#endif
-
-int MPI_Probe(int src, int tag, MPI_Comm comm, MPI_Status *status) {
-    tick_t t0 = now();
-    int rc = PMPI_Probe(src, tag, comm, status);
-    record(F_Probe, t0, now(), 0, 0, -1, -1);
-    return rc;
-}
-
-int MPI_Iprobe(int src, int tag, MPI_Comm comm, int *flag, MPI_Status *status) {
-    tick_t t0 = now();
-    int rc = PMPI_Iprobe(src, tag, comm, flag, status);
-    record(F_Iprobe, t0, now(), 0, 0, -1, -1);
-    return rc;
-}
-
-/* Matched probes (mpi4py's lower-case recv uses them): remember the message's communicator so
- * the receive can name its source as an MPI_COMM_WORLD rank. */
-int MPI_Mprobe(int src, int tag, MPI_Comm comm, MPI_Message *msg, MPI_Status *status) {
-    tick_t t0 = now();
-    int rc = PMPI_Mprobe(src, tag, comm, msg, status);
-    tick_t t1 = now();
-    if (rc == MPI_SUCCESS) pend_put(pend_msg, &npend_msg, RKEY(*msg), comm);
-    record(F_Mprobe, t0, t1, 0, 0, -1, -1);
-    return rc;
-}
-
-int MPI_Improbe(int src, int tag, MPI_Comm comm, int *flag, MPI_Message *msg,
-                MPI_Status *status) {
-    tick_t t0 = now();
-    int rc = PMPI_Improbe(src, tag, comm, flag, msg, status);
-    tick_t t1 = now();
-    if (rc == MPI_SUCCESS && *flag) pend_put(pend_msg, &npend_msg, RKEY(*msg), comm);
-    record(F_Improbe, t0, t1, 0, 0, -1, -1);
-    return rc;
-}
-
-#define W_MRECV(S, CNT)                                                                      \
-    int MPI_Mrecv##S(void *buf, CNT count, MPI_Datatype dt, MPI_Message *msg,                \
-                     MPI_Status *status) {                                                   \
-        MPI_Status local;                                                                    \
-        MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;                      \
-        MPI_Message m = *msg;                                                                \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Mrecv##S(buf, count, dt, msg, st);                                     \
-        tick_t t1 = now();                                                                   \
-        uint64_t b = status_bytes(st);                                                       \
-        MPI_Comm c;                                                                          \
-        int w = -1;                                                                          \
-        if (pend_take(pend_msg, &npend_msg, RKEY(m), &c)) w = p2p_recv(c, st->MPI_SOURCE, b); \
-        record(F_Mrecv, t0, t1, 0, b, (int64_t)b, w);                                        \
-        return rc;                                                                           \
-    }
-W_MRECV(, int)
-#if HAVE_LARGE_COUNT
-W_MRECV(_c, MPI_Count)
-#endif
-
-#define W_IMRECV(S, CNT)                                                                     \
-    int MPI_Imrecv##S(void *buf, CNT count, MPI_Datatype dt, MPI_Message *msg,               \
-                      MPI_Request *req) {                                                    \
-        MPI_Message m = *msg;                                                                \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Imrecv##S(buf, count, dt, msg, req);                                   \
-        tick_t t1 = now();                                                                   \
-        MPI_Comm c;                                                                          \
-        if (pend_take(pend_msg, &npend_msg, RKEY(m), &c) && rc == MPI_SUCCESS)               \
-            pend_put(pend_req, &npend_req, RKEY(*req), c);                                   \
-        record(F_Imrecv, t0, t1, 0, 0, -1, -1);                                              \
-        return rc;                                                                           \
-    }
-W_IMRECV(, int)
-#if HAVE_LARGE_COUNT
-W_IMRECV(_c, MPI_Count)
-#endif
-
-/* ---- completion ------------------------------------------------------------------------- */
-int MPI_Wait(MPI_Request *req, MPI_Status *status) {
-    if (npend_req == 0) { /* fast path: no receive of ours is pending */
-        tick_t t0 = now();
-        int rc = PMPI_Wait(req, status);
-        record(F_Wait, t0, now(), 0, 0, -1, -1);
-        return rc;
-    }
-    MPI_Status local;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    MPI_Request h = *req;
-    tick_t t0 = now();
-    int rc = PMPI_Wait(req, st);
-    tick_t t1 = now();
-    complete_req(h, st);
-    record(F_Wait, t0, t1, 0, 0, -1, -1);
-    return rc;
-}
-
-int MPI_Test(MPI_Request *req, int *flag, MPI_Status *status) {
-    if (npend_req == 0) {
-        tick_t t0 = now();
-        int rc = PMPI_Test(req, flag, status);
-        record(F_Test, t0, now(), 0, 0, -1, -1);
-        return rc;
-    }
-    MPI_Status local;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    MPI_Request h = *req;
-    tick_t t0 = now();
-    int rc = PMPI_Test(req, flag, st);
-    tick_t t1 = now();
-    if (*flag) complete_req(h, st);
-    record(F_Test, t0, t1, 0, 0, -1, -1);
-    return rc;
-}
-
-/* Scratch copies of request handles and statuses for the array calls; heap only beyond 64. */
+/* ---- completion: scratch copies of request handles and statuses for the array calls, so
+ * receives can be matched with their requests after the call; heap only beyond 64. */
 #define NSTACK 64
-#define ARRAY_SCRATCH(n, statuses)                                                           \
-    MPI_Request hstk[NSTACK], *hs = hstk;                                                    \
-    MPI_Status sstk[NSTACK], *ss = statuses;                                                 \
-    int track = npend_req > 0 && (n) > 0;                                                    \
-    if (track) {                                                                             \
+#define ARRAY_SCRATCH(n, reqs, statuses)                                                     \
+    MPI_Request hstk_[NSTACK], *hs_ = hstk_;                                                 \
+    MPI_Status sstk_[NSTACK], *ss_ = statuses;                                               \
+    int track_ = npend_req > 0 && (n) > 0;                                                   \
+    if (track_) {                                                                            \
         if ((n) > NSTACK) {                                                                  \
-            hs = malloc(sizeof(MPI_Request) * (size_t)(n));                                  \
+            hs_ = malloc(sizeof(MPI_Request) * (size_t)(n));                                 \
             if (statuses == MPI_STATUSES_IGNORE)                                             \
-                ss = malloc(sizeof(MPI_Status) * (size_t)(n));                               \
+                ss_ = malloc(sizeof(MPI_Status) * (size_t)(n));                              \
         } else if (statuses == MPI_STATUSES_IGNORE) {                                        \
-            ss = sstk;                                                                       \
+            ss_ = sstk_;                                                                     \
         }                                                                                    \
-        if (!hs || !ss) track = 0, ss = statuses;                                            \
-        else memcpy(hs, reqs, sizeof(MPI_Request) * (size_t)(n));                            \
+        if (!hs_ || !ss_)                                                                    \
+            track_ = 0, ss_ = statuses;                                                      \
+        else                                                                                 \
+            memcpy(hs_, reqs, sizeof(MPI_Request) * (size_t)(n));                            \
     }
-#define ARRAY_SCRATCH_FREE(n, statuses)                                                      \
-    if (hs && hs != hstk) free(hs);                                                          \
-    if (ss && ss != sstk && ss != statuses) free(ss);
+#define ARRAY_SCRATCH_FREE(statuses)                                                         \
+    if (hs_ && hs_ != hstk_) free(hs_);                                                      \
+    if (ss_ && ss_ != sstk_ && ss_ != statuses) free(ss_);
 
-int MPI_Waitall(int n, MPI_Request reqs[], MPI_Status statuses[]) {
-    ARRAY_SCRATCH(n, statuses)
-    tick_t t0 = now();
-    int rc = PMPI_Waitall(n, reqs, ss);
-    tick_t t1 = now();
-    if (track && rc == MPI_SUCCESS)
-        for (int i = 0; i < n; i++) complete_req(hs[i], &ss[i]);
-    ARRAY_SCRATCH_FREE(n, statuses)
-    record(F_Waitall, t0, t1, 0, 0, -1, -1);
-    return rc;
-}
+#define ONE_SCRATCH(n, reqs)                                                                 \
+    MPI_Request hstk_[NSTACK], *hs_ = hstk_;                                                 \
+    int track_ = npend_req > 0 && (n) > 0;                                                   \
+    if (track_ && (n) > NSTACK) hs_ = malloc(sizeof(MPI_Request) * (size_t)(n));             \
+    if (!hs_) track_ = 0;                                                                    \
+    if (track_) memcpy(hs_, reqs, sizeof(MPI_Request) * (size_t)(n));
 
-int MPI_Testall(int n, MPI_Request reqs[], int *flag, MPI_Status statuses[]) {
-    ARRAY_SCRATCH(n, statuses)
-    tick_t t0 = now();
-    int rc = PMPI_Testall(n, reqs, flag, ss);
-    tick_t t1 = now();
-    if (track && rc == MPI_SUCCESS && *flag)
-        for (int i = 0; i < n; i++) complete_req(hs[i], &ss[i]);
-    ARRAY_SCRATCH_FREE(n, statuses)
-    record(F_Testall, t0, t1, 0, 0, -1, -1);
-    return rc;
-}
-
-int MPI_Waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
-                 MPI_Status statuses[]) {
-    ARRAY_SCRATCH(n, statuses)
-    tick_t t0 = now();
-    int rc = PMPI_Waitsome(n, reqs, outcount, indices, ss);
-    tick_t t1 = now();
-    if (track && rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
-        for (int i = 0; i < *outcount; i++) complete_req(hs[indices[i]], &ss[i]);
-    ARRAY_SCRATCH_FREE(n, statuses)
-    record(F_Waitsome, t0, t1, 0, 0, -1, -1);
-    return rc;
-}
-
-int MPI_Testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
-                 MPI_Status statuses[]) {
-    ARRAY_SCRATCH(n, statuses)
-    tick_t t0 = now();
-    int rc = PMPI_Testsome(n, reqs, outcount, indices, ss);
-    tick_t t1 = now();
-    if (track && rc == MPI_SUCCESS && *outcount != MPI_UNDEFINED)
-        for (int i = 0; i < *outcount; i++) complete_req(hs[indices[i]], &ss[i]);
-    ARRAY_SCRATCH_FREE(n, statuses)
-    record(F_Testsome, t0, t1, 0, 0, -1, -1);
-    return rc;
-}
-
-int MPI_Waitany(int n, MPI_Request reqs[], int *index, MPI_Status *status) {
-    MPI_Status local;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    MPI_Request hstk[NSTACK], *hs = hstk;
-    int track = npend_req > 0 && n > 0;
-    if (track && n > NSTACK) hs = malloc(sizeof(MPI_Request) * (size_t)n);
-    if (!hs) track = 0;
-    if (track) memcpy(hs, reqs, sizeof(MPI_Request) * (size_t)n);
-    tick_t t0 = now();
-    int rc = PMPI_Waitany(n, reqs, index, st);
-    tick_t t1 = now();
-    if (track && rc == MPI_SUCCESS && *index != MPI_UNDEFINED) complete_req(hs[*index], st);
-    if (hs && hs != hstk) free(hs);
-    record(F_Waitany, t0, t1, 0, 0, -1, -1);
-    return rc;
-}
-
-int MPI_Testany(int n, MPI_Request reqs[], int *index, int *flag, MPI_Status *status) {
-    MPI_Status local;
-    MPI_Status *st = status == MPI_STATUS_IGNORE ? &local : status;
-    MPI_Request hstk[NSTACK], *hs = hstk;
-    int track = npend_req > 0 && n > 0;
-    if (track && n > NSTACK) hs = malloc(sizeof(MPI_Request) * (size_t)n);
-    if (!hs) track = 0;
-    if (track) memcpy(hs, reqs, sizeof(MPI_Request) * (size_t)n);
-    tick_t t0 = now();
-    int rc = PMPI_Testany(n, reqs, index, flag, st);
-    tick_t t1 = now();
-    if (track && rc == MPI_SUCCESS && *flag && *index != MPI_UNDEFINED)
-        complete_req(hs[*index], st);
-    if (hs && hs != hstk) free(hs);
-    record(F_Testany, t0, t1, 0, 0, -1, -1);
-    return rc;
-}
-
-/* ---- collectives --------------------------------------------------------------------------
- * Per rank: bytes_sent = the data this rank contributes from its send buffer, bytes_recv = the
- * data delivered into its receive buffer (root-only arguments count at the root only). With
- * MPI_IN_PLACE the contribution is counted with the receive-side type. The size histogram gets
- * one entry per call: the bytes sent, or the bytes received on a rank that only receives. */
-#define PAYLOAD(s, r) ((int64_t)((s) ? (s) : (r)))
-
-int MPI_Barrier(MPI_Comm comm) {
-    tick_t t0 = now();
-    int rc = PMPI_Barrier(comm);
-    record(F_Barrier, t0, now(), 0, 0, -1, -1);
-    return rc;
-}
-
-#define W_BCAST(S, CNT)                                                                      \
-    int MPI_Bcast##S(void *buf, CNT count, MPI_Datatype dt, int root, MPI_Comm comm) {       \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Bcast##S(buf, count, dt, root, comm);                                  \
-        tick_t t1 = now();                                                                   \
-        uint64_t b = (uint64_t)count * tsize(dt);                                            \
-        int me = comm_rank(comm) == root;                                                    \
-        record(F_Bcast, t0, t1, me ? b : 0, me ? 0 : b, (int64_t)b, -1);                     \
-        return rc;                                                                           \
-    }
-W_BCAST(, int)
-#if HAVE_LARGE_COUNT
-W_BCAST(_c, MPI_Count)
-#endif
-
-#define W_REDUCE(S, CNT)                                                                     \
-    int MPI_Reduce##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt, MPI_Op op,   \
-                      int root, MPI_Comm comm) {                                             \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Reduce##S(sbuf, rbuf, count, dt, op, root, comm);                      \
-        tick_t t1 = now();                                                                   \
-        uint64_t b = (uint64_t)count * tsize(dt);                                            \
-        record(F_Reduce, t0, t1, b, comm_rank(comm) == root ? b : 0, (int64_t)b, -1);        \
-        return rc;                                                                           \
-    }
-W_REDUCE(, int)
-#if HAVE_LARGE_COUNT
-W_REDUCE(_c, MPI_Count)
-#endif
-
-#define W_ALLRED(N, S, CNT)                                                                  \
-    int MPI_##N##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt, MPI_Op op,      \
-                   MPI_Comm comm) {                                                          \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_##N##S(sbuf, rbuf, count, dt, op, comm);                               \
-        tick_t t1 = now();                                                                   \
-        uint64_t b = (uint64_t)count * tsize(dt);                                            \
-        record(F_##N, t0, t1, b, b, (int64_t)b, -1);                                         \
-        return rc;                                                                           \
-    }
-W_ALLRED(Allreduce, , int)
-#if HAVE_LARGE_COUNT
-W_ALLRED(Allreduce, _c, MPI_Count)
-#endif
-W_ALLRED(Scan, , int)
-#if HAVE_LARGE_COUNT
-W_ALLRED(Scan, _c, MPI_Count)
-#endif
-W_ALLRED(Exscan, , int)
-#if HAVE_LARGE_COUNT
-W_ALLRED(Exscan, _c, MPI_Count)
-#endif
-
-#define W_GATHER(S, CNT)                                                                     \
-    int MPI_Gather##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,          \
-                      CNT rcount, MPI_Datatype rtype, int root, MPI_Comm comm) {             \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Gather##S(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);       \
-        tick_t t1 = now();                                                                   \
-        int me = comm_rank(comm) == root;                                                    \
-        uint64_t rb = me ? (uint64_t)rcount * tsize(rtype) : 0;                              \
-        uint64_t s = sbuf == MPI_IN_PLACE ? rb : (uint64_t)scount * tsize(stype);            \
-        uint64_t r = me ? rb * (uint64_t)comm_size(comm) : 0;                                \
-        record(F_Gather, t0, t1, s, r, PAYLOAD(s, r), -1);                                   \
-        return rc;                                                                           \
-    }
-W_GATHER(, int)
-#if HAVE_LARGE_COUNT
-W_GATHER(_c, MPI_Count)
-#endif
-
-#define W_SCATTER(S, CNT)                                                                    \
-    int MPI_Scatter##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,         \
-                       CNT rcount, MPI_Datatype rtype, int root, MPI_Comm comm) {            \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Scatter##S(sbuf, scount, stype, rbuf, rcount, rtype, root, comm);      \
-        tick_t t1 = now();                                                                   \
-        int me = comm_rank(comm) == root;                                                    \
-        uint64_t sb = me ? (uint64_t)scount * tsize(stype) : 0;                              \
-        uint64_t s = sb * (uint64_t)(me ? comm_size(comm) : 0);                              \
-        uint64_t r = rbuf == MPI_IN_PLACE ? sb : (uint64_t)rcount * tsize(rtype);            \
-        record(F_Scatter, t0, t1, s, r, PAYLOAD(s, r), -1);                                  \
-        return rc;                                                                           \
-    }
-W_SCATTER(, int)
-#if HAVE_LARGE_COUNT
-W_SCATTER(_c, MPI_Count)
-#endif
-
-#define W_ALLGATHER(N, S, CNT, MULT_SEND)                                                    \
-    int MPI_##N##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf, CNT rcount, \
-                   MPI_Datatype rtype, MPI_Comm comm) {                                      \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_##N##S(sbuf, scount, stype, rbuf, rcount, rtype, comm);                \
-        tick_t t1 = now();                                                                   \
-        uint64_t p = (uint64_t)comm_size(comm), rb = (uint64_t)rcount * tsize(rtype);        \
-        uint64_t sb = sbuf == MPI_IN_PLACE ? rb : (uint64_t)scount * tsize(stype);           \
-        uint64_t s = MULT_SEND ? sb * p : sb, r = rb * p;                                    \
-        record(F_##N, t0, t1, s, r, PAYLOAD(sb, rb), -1);                                    \
-        return rc;                                                                           \
-    }
-W_ALLGATHER(Allgather, , int, 0)
-#if HAVE_LARGE_COUNT
-W_ALLGATHER(Allgather, _c, MPI_Count, 0)
-#endif
-W_ALLGATHER(Alltoall, , int, 1)
-#if HAVE_LARGE_COUNT
-W_ALLGATHER(Alltoall, _c, MPI_Count, 1)
-#endif
-
-#define SUM_COUNTS(counts, n, out)                                                           \
-    do {                                                                                     \
-        out = 0;                                                                             \
-        for (int i_ = 0; i_ < (n); i_++) out += (uint64_t)(counts)[i_];                      \
-    } while (0)
-
-#define W_GATHERV(S, CNT, DISP)                                                              \
-    int MPI_Gatherv##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,         \
-                       const CNT rcounts[], const DISP displs[], MPI_Datatype rtype, int root, \
-                       MPI_Comm comm) {                                                      \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Gatherv##S(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root,    \
-                                 comm);                                                      \
-        tick_t t1 = now();                                                                   \
-        int rank = comm_rank(comm), me = rank == root;                                       \
-        uint64_t s, r = 0;                                                                   \
-        if (me) {                                                                            \
-            SUM_COUNTS(rcounts, comm_size(comm), r);                                         \
-            r *= tsize(rtype);                                                               \
-        }                                                                                    \
-        s = sbuf == MPI_IN_PLACE ? (uint64_t)rcounts[rank] * tsize(rtype)                   \
-                                 : (uint64_t)scount * tsize(stype);                          \
-        record(F_Gatherv, t0, t1, s, r, PAYLOAD(s, r), -1);                                  \
-        return rc;                                                                           \
-    }
-W_GATHERV(, int, int)
-#if HAVE_LARGE_COUNT
-W_GATHERV(_c, MPI_Count, MPI_Aint)
-#endif
-
-#define W_SCATTERV(S, CNT, DISP)                                                             \
-    int MPI_Scatterv##S(const void *sbuf, const CNT scounts[], const DISP displs[],          \
-                        MPI_Datatype stype, void *rbuf, CNT rcount, MPI_Datatype rtype,      \
-                        int root, MPI_Comm comm) {                                           \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Scatterv##S(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root,   \
-                                  comm);                                                     \
-        tick_t t1 = now();                                                                   \
-        int rank = comm_rank(comm), me = rank == root;                                       \
-        uint64_t s = 0, r;                                                                   \
-        if (me) {                                                                            \
-            SUM_COUNTS(scounts, comm_size(comm), s);                                         \
-            s *= tsize(stype);                                                               \
-        }                                                                                    \
-        r = rbuf == MPI_IN_PLACE ? (uint64_t)scounts[rank] * tsize(stype)                   \
-                                 : (uint64_t)rcount * tsize(rtype);                          \
-        record(F_Scatterv, t0, t1, s, r, PAYLOAD(s, r), -1);                                 \
-        return rc;                                                                           \
-    }
-W_SCATTERV(, int, int)
-#if HAVE_LARGE_COUNT
-W_SCATTERV(_c, MPI_Count, MPI_Aint)
-#endif
-
-#define W_ALLGATHERV(S, CNT, DISP)                                                           \
-    int MPI_Allgatherv##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,      \
-                          const CNT rcounts[], const DISP displs[], MPI_Datatype rtype,      \
-                          MPI_Comm comm) {                                                   \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Allgatherv##S(sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm); \
-        tick_t t1 = now();                                                                   \
-        uint64_t r, s;                                                                       \
-        SUM_COUNTS(rcounts, comm_size(comm), r);                                             \
-        r *= tsize(rtype);                                                                   \
-        s = sbuf == MPI_IN_PLACE ? (uint64_t)rcounts[comm_rank(comm)] * tsize(rtype)         \
-                                 : (uint64_t)scount * tsize(stype);                          \
-        record(F_Allgatherv, t0, t1, s, r, PAYLOAD(s, r), -1);                               \
-        return rc;                                                                           \
-    }
-W_ALLGATHERV(, int, int)
-#if HAVE_LARGE_COUNT
-W_ALLGATHERV(_c, MPI_Count, MPI_Aint)
-#endif
-
-#define W_ALLTOALLV(S, CNT, DISP)                                                            \
-    int MPI_Alltoallv##S(const void *sbuf, const CNT scounts[], const DISP sdispls[],        \
-                         MPI_Datatype stype, void *rbuf, const CNT rcounts[],                \
-                         const DISP rdispls[], MPI_Datatype rtype, MPI_Comm comm) {          \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Alltoallv##S(sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls,    \
-                                   rtype, comm);                                             \
-        tick_t t1 = now();                                                                   \
-        int p = comm_size(comm);                                                             \
-        uint64_t s, r;                                                                       \
-        SUM_COUNTS(rcounts, p, r);                                                           \
-        r *= tsize(rtype);                                                                   \
-        if (sbuf == MPI_IN_PLACE) {                                                          \
-            s = r;                                                                           \
-        } else {                                                                             \
-            SUM_COUNTS(scounts, p, s);                                                       \
-            s *= tsize(stype);                                                               \
-        }                                                                                    \
-        record(F_Alltoallv, t0, t1, s, r, PAYLOAD(s, r), -1);                                \
-        return rc;                                                                           \
-    }
-W_ALLTOALLV(, int, int)
-#if HAVE_LARGE_COUNT
-W_ALLTOALLV(_c, MPI_Count, MPI_Aint)
-#endif
-
-#define W_REDSCAT(S, CNT)                                                                    \
-    int MPI_Reduce_scatter##S(const void *sbuf, void *rbuf, const CNT rcounts[],             \
-                              MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {                   \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Reduce_scatter##S(sbuf, rbuf, rcounts, dt, op, comm);                  \
-        tick_t t1 = now();                                                                   \
-        uint64_t ts = tsize(dt), s;                                                          \
-        SUM_COUNTS(rcounts, comm_size(comm), s);                                             \
-        s *= ts;                                                                             \
-        uint64_t r = (uint64_t)rcounts[comm_rank(comm)] * ts;                                \
-        record(F_Reduce_scatter, t0, t1, s, r, PAYLOAD(s, r), -1);                           \
-        return rc;                                                                           \
-    }
-W_REDSCAT(, int)
-#if HAVE_LARGE_COUNT
-W_REDSCAT(_c, MPI_Count)
-#endif
-
-#define W_REDSCAT_BLOCK(S, CNT)                                                              \
-    int MPI_Reduce_scatter_block##S(const void *sbuf, void *rbuf, CNT rcount,                \
-                                    MPI_Datatype dt, MPI_Op op, MPI_Comm comm) {             \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Reduce_scatter_block##S(sbuf, rbuf, rcount, dt, op, comm);             \
-        tick_t t1 = now();                                                                   \
-        uint64_t r = (uint64_t)rcount * tsize(dt);                                           \
-        uint64_t s = r * (uint64_t)comm_size(comm);                                          \
-        record(F_Reduce_scatter_block, t0, t1, s, r, PAYLOAD(s, r), -1);                     \
-        return rc;                                                                           \
-    }
-W_REDSCAT_BLOCK(, int)
-#if HAVE_LARGE_COUNT
-W_REDSCAT_BLOCK(_c, MPI_Count)
-#endif
-
-/* ---- nonblocking collectives: counted and sized when posted (bytes as the blocking call); the
- * time of the call itself only, the wait is in MPI_Wait / MPI_Test. */
-int MPI_Ibarrier(MPI_Comm comm, MPI_Request *req) {
-    tick_t t0 = now();
-    int rc = PMPI_Ibarrier(comm, req);
-    record(F_Ibarrier, t0, now(), 0, 0, -1, -1);
-    return rc;
-}
-
-#define W_IBCAST(S, CNT)                                                                     \
-    int MPI_Ibcast##S(void *buf, CNT count, MPI_Datatype dt, int root, MPI_Comm comm,        \
-                      MPI_Request *req) {                                                    \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Ibcast##S(buf, count, dt, root, comm, req);                            \
-        tick_t t1 = now();                                                                   \
-        uint64_t b = (uint64_t)count * tsize(dt);                                            \
-        int me = comm_rank(comm) == root;                                                    \
-        record(F_Ibcast, t0, t1, me ? b : 0, me ? 0 : b, (int64_t)b, -1);                    \
-        return rc;                                                                           \
-    }
-W_IBCAST(, int)
-#if HAVE_LARGE_COUNT
-W_IBCAST(_c, MPI_Count)
-#endif
-
-#define W_IREDUCE(S, CNT)                                                                    \
-    int MPI_Ireduce##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt, MPI_Op op,  \
-                       int root, MPI_Comm comm, MPI_Request *req) {                          \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Ireduce##S(sbuf, rbuf, count, dt, op, root, comm, req);                \
-        tick_t t1 = now();                                                                   \
-        uint64_t b = (uint64_t)count * tsize(dt);                                            \
-        record(F_Ireduce, t0, t1, b, comm_rank(comm) == root ? b : 0, (int64_t)b, -1);       \
-        return rc;                                                                           \
-    }
-W_IREDUCE(, int)
-#if HAVE_LARGE_COUNT
-W_IREDUCE(_c, MPI_Count)
-#endif
-
-#define W_IALLRED(S, CNT)                                                                    \
-    int MPI_Iallreduce##S(const void *sbuf, void *rbuf, CNT count, MPI_Datatype dt,          \
-                          MPI_Op op, MPI_Comm comm, MPI_Request *req) {                      \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Iallreduce##S(sbuf, rbuf, count, dt, op, comm, req);                   \
-        tick_t t1 = now();                                                                   \
-        uint64_t b = (uint64_t)count * tsize(dt);                                            \
-        record(F_Iallreduce, t0, t1, b, b, (int64_t)b, -1);                                  \
-        return rc;                                                                           \
-    }
-W_IALLRED(, int)
-#if HAVE_LARGE_COUNT
-W_IALLRED(_c, MPI_Count)
-#endif
-
-#define W_IGATHER(S, CNT)                                                                    \
-    int MPI_Igather##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,         \
-                       CNT rcount, MPI_Datatype rtype, int root, MPI_Comm comm,              \
-                       MPI_Request *req) {                                                   \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Igather##S(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req); \
-        tick_t t1 = now();                                                                   \
-        int me = comm_rank(comm) == root;                                                    \
-        uint64_t rb = me ? (uint64_t)rcount * tsize(rtype) : 0;                              \
-        uint64_t s = sbuf == MPI_IN_PLACE ? rb : (uint64_t)scount * tsize(stype);            \
-        uint64_t r = me ? rb * (uint64_t)comm_size(comm) : 0;                                \
-        record(F_Igather, t0, t1, s, r, PAYLOAD(s, r), -1);                                  \
-        return rc;                                                                           \
-    }
-W_IGATHER(, int)
-#if HAVE_LARGE_COUNT
-W_IGATHER(_c, MPI_Count)
-#endif
-
-#define W_ISCATTER(S, CNT)                                                                   \
-    int MPI_Iscatter##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf,        \
-                        CNT rcount, MPI_Datatype rtype, int root, MPI_Comm comm,             \
-                        MPI_Request *req) {                                                  \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_Iscatter##S(sbuf, scount, stype, rbuf, rcount, rtype, root, comm, req); \
-        tick_t t1 = now();                                                                   \
-        int me = comm_rank(comm) == root;                                                    \
-        uint64_t sb = me ? (uint64_t)scount * tsize(stype) : 0;                              \
-        uint64_t s = sb * (uint64_t)(me ? comm_size(comm) : 0);                              \
-        uint64_t r = rbuf == MPI_IN_PLACE ? sb : (uint64_t)rcount * tsize(rtype);            \
-        record(F_Iscatter, t0, t1, s, r, PAYLOAD(s, r), -1);                                 \
-        return rc;                                                                           \
-    }
-W_ISCATTER(, int)
-#if HAVE_LARGE_COUNT
-W_ISCATTER(_c, MPI_Count)
-#endif
-
-#define W_IALLGATHER(N, S, CNT, MULT_SEND)                                                   \
-    int MPI_##N##S(const void *sbuf, CNT scount, MPI_Datatype stype, void *rbuf, CNT rcount, \
-                   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req) {                    \
-        tick_t t0 = now();                                                                   \
-        int rc = PMPI_##N##S(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);           \
-        tick_t t1 = now();                                                                   \
-        uint64_t p = (uint64_t)comm_size(comm), rb = (uint64_t)rcount * tsize(rtype);        \
-        uint64_t sb = sbuf == MPI_IN_PLACE ? rb : (uint64_t)scount * tsize(stype);           \
-        uint64_t s = MULT_SEND ? sb * p : sb, r = rb * p;                                    \
-        record(F_##N, t0, t1, s, r, PAYLOAD(sb, rb), -1);                                    \
-        return rc;                                                                           \
-    }
-W_IALLGATHER(Iallgather, , int, 0)
-#if HAVE_LARGE_COUNT
-W_IALLGATHER(Iallgather, _c, MPI_Count, 0)
-#endif
-W_IALLGATHER(Ialltoall, , int, 1)
-#if HAVE_LARGE_COUNT
-W_IALLGATHER(Ialltoall, _c, MPI_Count, 1)
-#endif
+#include "pmpi_wrappers.inc" /* generated: one wrapper per line of mpi_calls.txt */
