@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..atomic import dir_mode, room_error, write_json
-from ..errors import CloudhpcError, EnvironmentFailure, cannot_write, no_room
+from ..errors import NO_ROOM, CloudhpcError, EnvironmentFailure, cannot_write, no_room
 from ..job import Job
 from ..launch.runner import (
     Monitor,
@@ -83,6 +83,17 @@ def profiling_env(rank_dir: Path, trace: bool, mpi: str | None = None) -> dict[s
     }
 
 
+def _rank_no_room(outcome: Outcome) -> OSError | None:
+    """The want of room a rank's library said kept it from writing its profile (its temporary
+    file is gone by now, so the disk may look empty again)."""
+    for line in outcome.stderr.splitlines():
+        if line.startswith("cloudhpc-profile: rank") and "cannot write" in line:
+            for code in NO_ROOM:
+                if line.rstrip().endswith(os.strerror(code)):
+                    return OSError(code, os.strerror(code))
+    return None
+
+
 def dry_run_plan(job: Job, program_argv: list[str] | None, trace: bool):
     env = profiling_env(Path(job.results_dir) / "<record id>.files" / "ranks", trace, job.mpi)
     with provisioned(job, dry_run=True) as ready:
@@ -120,7 +131,9 @@ def run_profiled(
         if outcome.error and outcome.error.get("kind") in ("usage", "environment"):
             raise_for_failure(outcome)  # a bad app parameter, a full disk: one line, no profile
         profile = read_rank_dir(rank_dir, job.nprocs)
-        if len(profile.ranks) < job.nprocs and (e := room_error(rank_dir)):
+        if len(profile.ranks) < job.nprocs and (
+            e := room_error(rank_dir) or _rank_no_room(outcome)
+        ):
             raise cannot_write(results, e)  # why ranks could not write their profile
         if not profile.ranks:
             shutil.rmtree(staging, ignore_errors=True)
