@@ -34,6 +34,7 @@ class ParamSpec:
     params_from_args: Callable[[argparse.Namespace], dict[str, Any]]
     validate: Callable[[dict[str, Any], int], Any] | None = None
     run_files: Callable[[dict[str, Any]], Any] | None = None  # paths.RunFiles of the params
+    memory_estimate: Callable[[dict[str, Any], int], int] | None = None  # bytes of the data
 
 
 def run_app_spec(module: Any) -> ParamSpec:
@@ -54,6 +55,7 @@ def run_app_spec(module: Any) -> ParamSpec:
         params_from_args,
         getattr(module, "validate", None),
         getattr(module, "run_files", None),
+        getattr(module, "memory_estimate", None),
     )
 
 
@@ -152,9 +154,11 @@ def parse_params(
     words: list[str],
     nprocs: int,
     reserved: frozenset[str] = frozenset(),
+    precheck: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Job `name`'s params from KEY=VALUE words by its `spec` (None: a job without parameters),
-    with its defaults, validated for nprocs ranks."""
+    with its defaults, validated for nprocs ranks (after `precheck(params)`, which checks what
+    must not wait for validation: validating may read or generate the data)."""
     what = f"--app {name}"
     if spec is None:
         if words:
@@ -164,6 +168,8 @@ def parse_params(
     spec.add_arguments(parser)
     args = parser.parse_args(to_argv(parser, words, what, reserved))
     params = spec.params_from_args(args)
+    if precheck is not None:
+        precheck(params)
     if spec.validate is not None:
         spec.validate(params, nprocs)
     return params

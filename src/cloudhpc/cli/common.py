@@ -157,6 +157,20 @@ def job_from_args(
     )
 
 
+def hosts_sharing(job: Job) -> int | None:
+    """How many hosts' memory the job's ranks share: the distinct hosts of --hosts (real
+    machines), the allocation's nodes under Slurm, 1 for this machine alone (a local run, or an
+    emulated cluster, whose hosts share this machine's memory); None: not known here (a joined
+    Ray cluster)."""
+    if job.engine_options.get("ray_address"):
+        return None
+    if job.cluster or not job.hosts:
+        if job.launcher == "slurm":
+            return int(os.environ.get("SLURM_JOB_NUM_NODES") or job.layout.nodes or 1)
+        return 1
+    return len({h.name for h in job.hosts})
+
+
 def _placement(args: argparse.Namespace, layout, path: str):
     """-n and the hosts of --placement PLAN: the plan's lines, in rank order."""
     from ..placement.planfile import read_plan

@@ -28,6 +28,7 @@ from .bench import param_spec as bench_spec
 from .common import add_launch_options, job_from_args, record_footer
 from .npb import PARAM_SPEC as NPB_SPEC
 from .parser import Parser, add_subparser
+from .run import check_app_files, check_app_memory
 from .ui import ProgressMonitor, err, out, print_table
 
 EXAMPLES = """\
@@ -113,10 +114,16 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
         # the app's own parser: its types, defaults and checks, before anything starts
         nprocs = job_from_args(args, args.app, {}).nprocs
         spec = _param_spec(args.app)
-        params = parse_params(args.app, spec, target, nprocs, frozenset(args._own_options))
+
+        def precheck(params: dict) -> None:  # as `cloudhpc run` checks, before validation
+            job = job_from_args(args, args.app, params)
+            check_app_files(spec, params, job.results_dir)
+            check_app_memory(spec, params, job)
+
+        params = parse_params(
+            args.app, spec, target, nprocs, frozenset(args._own_options), precheck
+        )
         job = job_from_args(args, args.app, params)
-        if spec is not None and spec.run_files is not None:
-            check_run_files(spec.run_files(params), job.results_dir)
         program = None
         record_params = {"app": args.app, "params": params, "trace": args.trace}
     else:

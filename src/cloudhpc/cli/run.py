@@ -18,8 +18,9 @@ from collections.abc import Callable, Sequence
 from ..apps.registry import BUILTIN, load_app, run_apps
 from ..engines.registry import ENGINES, check_available
 from ..errors import CloudhpcError
+from ..memory import check_fits
 from ..paths import check_run_files
-from .common import add_launch_options, execute, job_from_args, record_footer
+from .common import add_launch_options, execute, hosts_sharing, job_from_args, record_footer
 from .parser import add_subparser, requested
 from .ui import err, out
 
@@ -93,6 +94,7 @@ def handle(args: argparse.Namespace) -> int:
     params["engine"] = args.engine  # so that the app's validate can refuse a model an engine lacks
     job = job_from_args(args, args.app, params, engine=args.engine, engine_options=options)
     check_app_files(module, params, job.results_dir)
+    check_app_memory(module, params, job)  # before validate: it may generate the data
     validate = getattr(module, "validate", None)
     if validate is not None:
         validate(params, job.nprocs)  # before any rank starts (the job checks again on its ranks)
@@ -114,6 +116,20 @@ def check_app_files(module, params: dict, results: str) -> None:
     run_files = getattr(module, "run_files", None)
     if run_files is not None:
         check_run_files(run_files(params), results)
+
+
+def check_app_memory(module, params: dict, job) -> None:
+    """Refuse a run whose data (the app's memory_estimate) does not fit in this host's memory
+    (its share of it, when the ranks are spread over several hosts)."""
+    estimate = getattr(module, "memory_estimate", None)
+    hosts = hosts_sharing(job)
+    if estimate is None or hosts is None:
+        return
+    try:
+        need = int(estimate(params, job.nprocs))
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return  # parameters validate() refuses with its own line
+    check_fits(need, f"run {job.app}", hosts)
 
 
 def _exit_code_hook(module) -> Callable[[dict], int]:

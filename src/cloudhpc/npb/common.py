@@ -16,12 +16,12 @@ RunContext.progress, which only acts on rank 0).
 
 from __future__ import annotations
 
-import math
-import os
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import CloudhpcError
+from ..memory import available_memory as available_memory  # re-exported
+from ..memory import gib as gib  # re-exported
 
 Progress = Callable[[int, int, str], None] | None
 
@@ -145,38 +145,6 @@ def report_text(result: dict) -> str:
             f" {v['tolerance']:>9.0e}  {'yes' if v['ok'] else 'NO'}"
         )
     return "\n".join(lines)
-
-
-def available_memory() -> int:
-    """Bytes this host can give the run: CLOUDHPC_MEMORY_LIMIT if set (tests, batch limits),
-    else the cgroup limit or MemAvailable, whichever is smaller."""
-    env = os.environ.get("CLOUDHPC_MEMORY_LIMIT")
-    if env:
-        try:
-            return int(float(env))
-        except ValueError:
-            raise CloudhpcError(f"CLOUDHPC_MEMORY_LIMIT={env!r} is not a number of bytes") from None
-    avail = math.inf
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    avail = int(line.split()[1]) * 1024
-                    break
-    except OSError:
-        pass
-    try:
-        with open("/sys/fs/cgroup/memory.max") as f:
-            text = f.read().strip()
-        if text != "max":
-            avail = min(avail, int(text))
-    except (OSError, ValueError):
-        pass
-    return int(avail) if avail != math.inf else 1 << 62
-
-
-def gib(nbytes: float) -> str:
-    return f"{nbytes / 2**30:.2f} GiB"
 
 
 #: What one rank costs before the kernel allocates anything (interpreter, NumPy, numba, MPI);

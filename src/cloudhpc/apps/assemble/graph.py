@@ -20,9 +20,9 @@ import numpy as np
 
 from ...engines.base import Engine
 from ...errors import CloudhpcError
+from ...memory import available_memory
 from ...models.kv import KeyValues
 from ...models.map_reduce import ShuffleStats, map_reduce
-from ...npb.common import available_memory
 from .kernels import REC, count_kmers
 from .reads import Chunk, is_gzip, read_chunk
 

@@ -9,6 +9,7 @@ from ..graphs.options import (
     ENGINES,
     add_graph_arguments,
     graph_params,
+    memory_estimate,
     run_files,
     validate_graph,
 )
@@ -21,7 +22,7 @@ DESCRIPTION = (
     "nothing changes. --out VALUES.npy holds each vertex's component id (its smallest vertex id)."
 )
 MAIN = "cloudhpc.apps.components.job:main"
-__all__ = ["ENGINES", "HELP", "MAIN", "run_files"]
+__all__ = ["ENGINES", "HELP", "MAIN", "memory_estimate", "run_files"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

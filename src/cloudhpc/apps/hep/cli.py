@@ -102,6 +102,22 @@ def run_files(p: dict[str, Any]) -> RunFiles:
     )
 
 
+def memory_estimate(p: dict[str, Any], nprocs: int = 1) -> int:
+    """Each rank's dense partial histogram and its chunk of events as float64; the generated
+    files each whole in memory while written (one per rank at a time); --check's events read in
+    one piece."""
+    bins = list(p["bins"]) * (len(p["branches"]) if len(p["bins"]) == 1 else 1)
+    cells = int(np.prod([b + 2 for b in bins[: len(p["branches"])]], dtype=np.float64))
+    need = nprocs * (8 * cells + 8 * p["chunk_events"] * len(p["branches"]))
+    gen = p.get("generate")
+    if gen:
+        per_file = -(-gen["events"] // gen["files"])
+        need += min(nprocs, gen["files"]) * per_file * len(io.BRANCHES) * 8 * 2
+        if p.get("check"):
+            need += gen["events"] * len(p["branches"]) * 8
+    return need
+
+
 def validate(p: dict[str, Any], nprocs: int = 1) -> None:
     branches, bins, ranges = p["branches"], p["bins"], p["ranges"]
     if not 1 <= len(branches) <= 2:

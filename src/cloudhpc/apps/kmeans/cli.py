@@ -83,6 +83,17 @@ def run_files(params: dict[str, Any]) -> RunFiles:
     )
 
 
+def memory_estimate(params: dict[str, Any], nprocs: int = 1) -> int:
+    """The points (a lower bound: N x D float64 and each point's label), read or generated."""
+    if params.get("points"):
+        from ..arrays import open_npy
+
+        n, d = (open_npy(params["points"], "points").shape + (1,))[:2]
+    else:
+        n, d = int(params.get("n", 0)), int(params.get("d", 0))
+    return 8 * n * (d + 1)
+
+
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:
     """What can be checked without reading data (again on every rank, for direct workers)."""
     if params.get("model", "mapreduce") not in MODELS:

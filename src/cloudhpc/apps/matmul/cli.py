@@ -70,6 +70,18 @@ def run_files(params: dict[str, Any]) -> RunFiles:
                     [("--out", params.get("out"))])  # fmt: skip
 
 
+def memory_estimate(params: dict[str, Any], nprocs: int = 1) -> int:
+    """A, B and C as float64 (a lower bound: Cannon's blocks and their shifted copies, or the
+    driver's whole C, come on top)."""
+    if params.get("generate"):
+        n = int(params.get("size", 0))
+        return 3 * 8 * n * n
+    from ..arrays import open_npy
+
+    (m, k), (_, p) = (open_npy(params[x], x.upper()).shape[:2] for x in ("a", "b"))
+    return 8 * (m * k + k * p + m * p)
+
+
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:
     """What can be checked without reading data."""
     model = params.get("model", "spmd")

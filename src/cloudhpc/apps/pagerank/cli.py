@@ -10,6 +10,7 @@ from ..graphs.options import (
     ENGINES,
     add_graph_arguments,
     graph_params,
+    memory_estimate,
     run_files,
     validate_graph,
 )
@@ -23,7 +24,7 @@ DESCRIPTION = (
     "--out VALUES.npy holds one value per vertex id 0..V-1."
 )
 MAIN = "cloudhpc.apps.pagerank.job:main"
-__all__ = ["ENGINES", "HELP", "MAIN", "run_files"]
+__all__ = ["ENGINES", "HELP", "MAIN", "memory_estimate", "run_files"]
 RTOL = 1e-9  # --check: max |x - x_ref| / max x_ref
 
 

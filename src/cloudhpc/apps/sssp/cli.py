@@ -10,6 +10,7 @@ from ..graphs.options import (
     ENGINES,
     add_graph_arguments,
     graph_params,
+    memory_estimate,
     run_files,
     validate_graph,
 )
@@ -22,7 +23,7 @@ DESCRIPTION = (
     "--directed. --out VALUES.npy holds the distances (inf: unreachable)."
 )
 MAIN = "cloudhpc.apps.sssp.job:main"
-__all__ = ["ENGINES", "HELP", "MAIN", "run_files"]
+__all__ = ["ENGINES", "HELP", "MAIN", "memory_estimate", "run_files"]
 RTOL = 1e-12  # --check: distances against Dijkstra's
 
 

@@ -151,6 +151,21 @@ def run_files(params: dict[str, Any]) -> RunFiles:
     return RunFiles([("SEQS.fa", params.get("seqs"))], outputs)
 
 
+def memory_estimate(params: dict[str, Any], nprocs: int = 1) -> int:
+    """Every rank holds all the sequences (one byte a letter, plus their offsets) and its B x B
+    block of float32 results."""
+    if params.get("generate") is not None:
+        n = int(params["generate"])
+        letters = n * (int(params.get("length", 300)) + 16)
+    elif params.get("seqs"):
+        letters = os.path.getsize(params["seqs"])
+        n = letters // 16
+    else:
+        return 0
+    block = int(params.get("block") or 256)
+    return nprocs * (letters + 8 * n + 4 * block * block)
+
+
 def validate(params: dict[str, Any], nprocs: int = 1):
     """Every check that needs no rank, then the sequences themselves: returns (Sequences,
     Scoring); one-line CloudhpcError naming the first problem."""

@@ -44,6 +44,14 @@ def run_files(params: dict[str, Any]) -> RunFiles:
     return RunFiles(outputs=[("--out", params.get("out"))])
 
 
+def memory_estimate(params: dict[str, Any], nprocs: int = 1) -> int:
+    """Three float64 copies of the string (u, u_old, u_new), and rank 0's gather of it for
+    --out or --check."""
+    points = int(params.get("points", 0))
+    gathered = params.get("out") or params.get("check")
+    return 8 * points * (3 + (1 if gathered else 0))
+
+
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:
     points, steps = int(params.get("points", 0)), int(params.get("steps", 0))
     if points < 3:
