@@ -154,7 +154,7 @@ def input_files(params: dict[str, Any]) -> list[str]:
 
 
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:
-    from .reads import count_records, sniff  # light: numba loads only when a kernel runs
+    from .reads import check_gzip, count_records, is_gzip, sniff  # light: no numba yet
 
     k = params.get("k", 31)
     if isinstance(k, bool) or not isinstance(k, int) or k < 3 or k > MAX_K or k % 2 == 0:
@@ -201,7 +201,13 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
         from .graph import check_memory, input_bases
         from .reads import plan_chunks
 
-        check_memory(input_bases(plan_chunks(files)), k, nprocs)
+        try:
+            check_memory(input_bases(plan_chunks(files)), k, nprocs)
+        except CloudhpcError:  # too big, or a damaged gzip's trailer made it look so
+            for f in files:
+                if is_gzip(f):
+                    check_gzip(f)
+            raise
     pairs = params.get("pairs")
     if pairs:
         n1, n2 = count_records(pairs[0]), count_records(pairs[1])

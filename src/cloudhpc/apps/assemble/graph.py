@@ -24,9 +24,10 @@ from ...memory import available_memory
 from ...models.kv import KeyValues
 from ...models.map_reduce import ShuffleStats, map_reduce
 from .kernels import REC, count_kmers
-from .reads import Chunk, is_gzip, read_chunk
+from .reads import Chunk, check_gzip, is_gzip, read_chunk
 
 HIST_BINS = 256  # coverage histogram: counts 0..255 (255 = 255 or more)
+MAX_GZIP_RATIO = 1032  # deflate's largest compression ratio
 ROW_BYTES = 8 + 4 * REC  # one k-mer in the shuffle and on the reduce side
 RARE_ERRORS = 1000  # first_minimum: stop where error k-mers are this much rarer than singletons
 
@@ -44,7 +45,9 @@ class Renamed:
 
 def input_bases(chunks: list[Chunk]) -> int:
     """An upper bound on the bases of the input (FASTQ: half its bytes; gzip: the size in the
-    trailer, modulo 4 GiB as gzip records it, or 10x the compressed size if larger)."""
+    trailer, modulo 4 GiB as gzip records it, or 10x the compressed size if larger). A trailer
+    that deflate could not have written (more than MAX_GZIP_RATIO times the compressed size) is
+    what a truncated file ends with: the stream is read through to say so (reads.check_gzip)."""
     total = 0
     for path in sorted({c.path for c in chunks}):
         fmt = next(c.fmt for c in chunks if c.path == path)
@@ -53,6 +56,9 @@ def input_bases(chunks: list[Chunk]) -> int:
             with open(path, "rb") as fh:
                 fh.seek(max(size - 4, 0))
                 isize = int.from_bytes(fh.read(4), "little")
+            if isize > MAX_GZIP_RATIO * size:
+                check_gzip(path)  # truncated: one line; else a trailer of another member
+                isize = 0
             size = max(isize, 10 * size)
         total += size // 2 if fmt == "fastq" else size
     return total

@@ -59,6 +59,11 @@ def main(ctx) -> dict[str, Any]:
     )  # fmt: skip
     if counting["bases"] == 0:
         ctx.fail("the input holds no bases (empty reads)")
+    if counting["distinct_kmers"] == 0:
+        ctx.fail(
+            f"every read is shorter than --k {k} ({counting['bases']} bases read): no k-mer to "
+            "count, so no contig; give a smaller --k"
+        )
     with ctx.phase("build"):
         hist = coverage_histogram(engine, kv.values[:, 0])
         min_count = p.get("min_count") or first_minimum(hist)

@@ -87,6 +87,16 @@ def sniff(path: str) -> str:
     )
 
 
+def check_gzip(path: str) -> None:
+    """Read a gzip file through (as a stream); one line if it is damaged or cut short."""
+    try:
+        with gzip.open(path, "rb") as fh:
+            while fh.read(READ_BLOCK):
+                pass
+    except (OSError, EOFError, zlib.error) as e:
+        raise CloudhpcError(f"reads file {path} is damaged or truncated: {e}") from None
+
+
 def plan_chunks(paths: list[str], chunk: int = CHUNK) -> list[Chunk]:
     out = []
     for path in paths:

@@ -63,18 +63,29 @@ def _open_npy(path: str) -> np.ndarray:
 
 
 def _parquet_columns(path: str) -> list[str]:
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     try:
-        names = pq.read_schema(path).names
+        schema = pq.read_schema(path)
     except Exception as exc:
         reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         raise CloudhpcError(f"cannot read edges file {path} as Parquet: {reason}") from None
-    if "src" in names and "dst" in names:
-        return ["src", "dst"] + (["weight"] if "weight" in names else [])
-    if len(names) < 2:
-        raise CloudhpcError(f"edges file {path} has {len(names)} column; expected src, dst")
-    return names[:3]
+    names = schema.names
+    if "src" not in names or "dst" not in names:  # never a guess at which columns are which
+        raise CloudhpcError(
+            f"edges file {path} has columns {', '.join(names) or '(none)'}; expected src, dst "
+            "and optionally weight"
+        )
+    wanted = ["src", "dst"] + (["weight"] if "weight" in names else [])
+    for name in wanted:
+        kind = schema.field(name).type
+        if not (pa.types.is_integer(kind) or pa.types.is_floating(kind)):
+            expected = "numbers" if name == "weight" else "integer vertex ids"
+            raise CloudhpcError(
+                f"edges file {path}: column {name} holds {kind}; expected {expected}"
+            )
+    return wanted
 
 
 def edge_rows(path: str) -> int:

@@ -53,6 +53,7 @@ def read_fasta(path: str) -> list[tuple[str, str]]:
     records = []
     try:
         with open(path, encoding="ascii") as fh:
+            _no_text_before_first_record(fh, path)
             for title, seq in SimpleFastaParser(fh):
                 name = title.split(None, 1)[0] if title.strip() else ""
                 records.append((name, seq))
@@ -66,6 +67,20 @@ def read_fasta(path: str) -> list[tuple[str, str]]:
     if not records and os.path.getsize(path) > 0:
         raise CloudhpcError(f"{path} is not a FASTA file: no record starts with '>'")
     return records
+
+
+def _no_text_before_first_record(fh, path: str) -> None:
+    """Refuse sequence text before the first '>' (Biopython skips it without a word); leaves
+    `fh` at the start."""
+    for number, line in enumerate(fh, 1):
+        if line.startswith(">"):
+            break
+        if line.strip():
+            raise CloudhpcError(
+                f"{path} is not a FASTA file: line {number} holds sequence text before the "
+                "first '>' header (every sequence needs a '>NAME' line above it)"
+            )
+    fh.seek(0)
 
 
 def guess_alphabet(records: list[tuple[str, str]]) -> str:
