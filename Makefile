@@ -17,7 +17,7 @@ BENCH_DEB_PACKAGES := velvet gfortran mpich libmpich-dev default-jre-headless
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --progress-bar on -e '.[test]'   # its progress shows: minutes on a fresh machine
 	touch $(STAMP)
 
 demo: $(STAMP)
