@@ -109,3 +109,18 @@ def test_read_only_places(mount_tmpfs, results):
     r = run_cli("results", "export", "--results", str(results), "--csv", str(ro / "all.csv"))
     assert_one_line_error(r, f"cannot write --csv {ro}/all.csv", "Read-only file system")
     assert r.returncode == 1
+
+
+def test_an_ior_test_file_on_a_full_disk(mount_tmpfs, results):
+    disk = mount_tmpfs("1m")
+    (disk / "t.dat").write_bytes(b"kept by an earlier -k run")
+    r = run_cli("bench", "ior", "-n", "2", "-b", "1m", "-t", "256k", "-k", "--path",
+                str(disk / "t.dat"), "--results", str(results))  # fmt: skip
+    assert_one_line_error(r, f"cannot write {disk}/t.dat: No space left on device")
+    assert r.returncode == 1
+    assert _files(disk) == {"t.dat": b"kept by an earlier -k run"}  # no hidden half file
+    assert _record(results)["status"] == "failed"
+    ro = mount_tmpfs("64k", read_only=True)
+    r = run_cli("bench", "ior", "-n", "1", "--path", str(ro / "t.dat"), "--results", str(results))
+    assert_one_line_error(r, f"cannot write --path {ro}/t.dat", "Read-only file system")
+    assert r.returncode == 1

@@ -63,7 +63,9 @@ def dir_mode() -> int:
 
 
 def _hidden_name(target: Path) -> Path:
-    return target.with_name(f".{target.name}.{secrets.token_hex(4)}.tmp")
+    # shortened to keep within NAME_MAX (255 bytes) when the final name is near it
+    stem = os.fsdecode(os.fsencode(target.name)[:240])
+    return target.with_name(f".{stem}.{secrets.token_hex(4)}.tmp")
 
 
 def _open_unnamed(directory: Path) -> int | None:
@@ -243,7 +245,8 @@ def atomic_path(path: str | os.PathLike, *, replace: bool = True) -> Iterator[Pa
     uproot, pyarrow); it becomes `path`, with the umask's mode, when the block ends cleanly."""
     target = Path(path)
     suffix = "".join(target.suffixes[-1:])  # keep the extension: some writers choose by it
-    tmp = target.with_name(f".{target.stem}.{secrets.token_hex(4)}.tmp{suffix}")
+    stem = os.fsdecode(os.fsencode(target.stem)[: 230 - len(os.fsencode(suffix))])
+    tmp = target.with_name(f".{stem}.{secrets.token_hex(4)}.tmp{suffix}")
     try:
         with _no_room_named(path):
             yield tmp

@@ -8,6 +8,9 @@ import os
 # A write that failed for want of room or of a writable place: the environment's fault (exit 1),
 # not the input's.
 NO_ROOM = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+# A path the system refuses to use: too long, a loop of symlinks, a file where a directory must
+# be. The user's to fix (exit 2).
+PATH_ERRORS = frozenset({errno.ENAMETOOLONG, errno.ELOOP, errno.ENOTDIR})
 
 
 class CloudhpcError(Exception):

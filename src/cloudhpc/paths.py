@@ -20,7 +20,35 @@ from pathlib import Path
 from .errors import CloudhpcError, EnvironmentFailure, no_room
 
 
+def check_name_lengths(path: str | os.PathLike, what: str) -> None:
+    """Every name in `path` within the file system's limit (NAME_MAX bytes), and the whole
+    within PATH_MAX: the system's own error would come later, from a rank."""
+    p = Path(path).absolute()
+    anchor = next((a for a in (p, *p.parents) if _exists(a)), Path("/"))
+    try:
+        name_max = os.pathconf(anchor, "PC_NAME_MAX")
+        path_max = os.pathconf(anchor, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        name_max, path_max = 255, 4096
+    for part in p.parts:
+        if len(os.fsencode(part)) > name_max:
+            raise CloudhpcError(
+                f"{what} {path}: the name {part[:24]}... is {len(os.fsencode(part))} bytes long; "
+                f"this file system allows {name_max}"
+            )
+    if len(os.fsencode(str(p))) >= path_max:
+        raise CloudhpcError(f"{what} {path}: the path is longer than the system allows")
+
+
+def _exists(p: Path) -> bool:
+    try:
+        return p.exists()
+    except OSError:  # a name too long, a loop of symlinks: as good as missing here
+        return False
+
+
 def check_input_file(path: str | os.PathLike, what: str = "input file") -> None:
+    check_name_lengths(path, what)
     p = Path(path)
     if not p.exists():
         raise CloudhpcError(f"{what} {path} does not exist")
@@ -58,6 +86,7 @@ def check_output_file(path: str | os.PathLike | None, what: str = "output") -> N
     """A file that will be created (or replaced) at `path`; its directory must exist."""
     if not path:
         return
+    check_name_lengths(path, what)
     p = Path(path).absolute()
     if p.is_dir():
         raise CloudhpcError(f"{what} {path} is a directory")
@@ -72,6 +101,7 @@ def check_output_file(path: str | os.PathLike | None, what: str = "output") -> N
 
 def check_output_dir(path: str | os.PathLike, what: str = "output directory") -> None:
     """A directory that will be created if needed and filled with new files."""
+    check_name_lengths(path, what)
     p = Path(path).absolute()
     if p.exists():
         if not p.is_dir():
@@ -111,6 +141,13 @@ def _resolved(path: str | os.PathLike) -> Path:
     return Path(os.path.realpath(os.path.abspath(path)))
 
 
+def _is_dir(p: Path) -> bool:
+    try:
+        return p.is_dir()
+    except OSError:
+        return False
+
+
 def _inside(path: Path, directory: Path) -> bool:
     return path == directory or directory in path.parents
 
@@ -143,7 +180,7 @@ def check_run_files(
                     f"{what} {given} is the same file as {in_what} {in_given}: an output never "
                     "replaces an input; write it elsewhere"
                 )
-            if in_path.is_dir() and _inside(path, in_path):
+            if _is_dir(in_path) and _inside(path, in_path):
                 raise CloudhpcError(
                     f"{what} {given} is inside the {in_what} {in_given}, which the run reads; "
                     "write it elsewhere"
@@ -157,7 +194,7 @@ def check_run_files(
                 )
     for what, given, path in dirs:
         for in_what, in_given, in_path in inputs:
-            if _inside(in_path, path) or (in_path.is_dir() and _inside(path, in_path)):
+            if _inside(in_path, path) or (_is_dir(in_path) and _inside(path, in_path)):
                 raise CloudhpcError(
                     f"{what} {given} holds the {in_what} {in_given}: an output directory "
                     "never holds the run's inputs; write the outputs elsewhere"
@@ -171,13 +208,3 @@ def check_run_files(
                     f"{what} {given} is inside the results store {store}: records are never "
                     "rewritten; write it elsewhere"
                 )
-
-
-def cache_root() -> Path:
-    """cloudhpc's per-user cache (built profiler libraries, installed MPI implementations):
-    $CLOUDHPC_CACHE_DIR, else $XDG_CACHE_HOME/cloudhpc, else ~/.cache/cloudhpc."""
-    explicit = os.environ.get("CLOUDHPC_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cloudhpc"

@@ -21,7 +21,7 @@ import traceback
 
 from .atomic import write_json
 from .context import CONTROL_DIR_VAR, CONTROL_PREFIX, RunContext
-from .errors import CloudhpcError, no_room
+from .errors import PATH_ERRORS, CloudhpcError, no_room
 from .job import Job
 
 
@@ -114,10 +114,13 @@ def run(job: Job) -> None:
         _fail(rank, "usage" if e.exit_code == 2 else "environment", str(e), e.exit_code)
         return
     except BaseException as e:  # a crash: show this rank's traceback, then end every rank
-        if no_room(e):  # a write the disk refused (not written through atomic.py): one line
+        if no_room(e) or getattr(e, "errno", None) in PATH_ERRORS:  # the system's, one line
             _stop_engine(ctx)
             what = f" {e.filename}" if getattr(e, "filename", None) else ""
-            _fail(rank, "environment", f"cannot write{what}: {e.strerror}", 1)
+            if no_room(e):
+                _fail(rank, "environment", f"cannot write{what}: {e.strerror}", 1)
+            else:
+                _fail(rank, "usage", f"cannot use{what}: {e.strerror}", 2)
             return
         for line in traceback.format_exc().rstrip().splitlines():
             print(f"[rank {rank}] {line}", file=sys.stderr)
@@ -147,7 +150,7 @@ def run(job: Job) -> None:
             "body": body or {},
             "timings": {"total_s": total_max, "phases": phases},
             "mpi": {
-                "library": MPI.Get_library_version().replace("\x00", "").strip().splitlines()[0],
+                "library": MPI.Get_library_version().strip().splitlines()[0],
                 "standard": "{}.{}".format(*MPI.Get_version()),
                 "mpi4py": __import__("mpi4py").__version__,
             },

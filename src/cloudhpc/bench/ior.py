@@ -19,6 +19,12 @@ with posix_fadvise(POSIX_FADV_DONTNEED) (a test file: each rank its own ranges, 
 phase's fsync; a volume: each host's data service for its own copies), so reads come from disk,
 and through the network for remote chunks; O_DIRECT is not used and the machine's whole cache
 (drop_caches) is not touched. `--cache keep` skips it.
+
+Test files appear whole or not at all, as every file cloudhpc writes: each write phase fills a
+hidden `.NAME.<token>.tmp` beside the test file (registered with the run, so however the run
+ends it goes), renamed to the test file's name once every rank has written, fsync'd and closed
+it (the rename is not timed). A failed or interrupted phase leaves an existing file of that name
+as it was.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ import numpy as np
 from mpi4py import MPI
 
 from ..context import RunContext
-from ..errors import cannot_write, no_room
+from ..errors import EnvironmentFailure, cannot_write, no_room
 from .ior_params import validate
 
 MIB = 1024 * 1024
@@ -40,6 +46,12 @@ MIB = 1024 * 1024
 def _test_path(p: dict, rank: int) -> str:
     base = p.get("path") or os.path.join(os.environ.get("CLOUDHPC_SCRATCH") or ".", "ior.dat")
     return f"{base}.{rank:08d}" if p.get("file_per_proc") else base
+
+
+def _hidden_path(p: dict, rank: int) -> str:
+    """Where a write phase fills the test file: the same hidden name on every rank sharing it."""
+    d, name = os.path.split(_test_path(p, rank))
+    return os.path.join(d, f".{name}.{p['_token']}.tmp")
 
 
 def _offsets(p: dict, rank: int, size: int):
@@ -59,13 +71,21 @@ def _drop(fd: int, p: dict, rank: int, size: int) -> None:
         os.posix_fadvise(fd, off, p["transfer"], os.POSIX_FADV_DONTNEED)
 
 
-def _file_phase(ctx: RunContext, p: dict, access: str, it: int) -> dict:
+def _file_phase(ctx: RunContext, p: dict, access: str, it: int, owner: bool) -> dict:
+    """One write or read phase on the test file; a write phase's file gets its name (by
+    `owner`: each rank with -F, else the first rank of each host) once every rank is done."""
     try:
-        return _file_phase_io(ctx, p, access, it)
-    except OSError as e:  # a full disk or a read-only one: one line naming the test file
+        row = _file_phase_io(ctx, p, access, it)
+        if access == "write":
+            if owner:
+                os.replace(_hidden_path(p, ctx.rank), _test_path(p, ctx.rank))
+            ctx.comm.Barrier()  # named before anyone reads it
+        return row
+    except OSError as e:  # a full disk, a read-only one, a file gone: one line naming it
+        path = _test_path(p, ctx.rank)
         if no_room(e):
-            raise cannot_write(_test_path(p, ctx.rank), e) from None
-        raise
+            raise cannot_write(path, e) from None
+        raise EnvironmentFailure(f"cannot {access} IOR test file {path}: {e.strerror}") from None
 
 
 def _file_phase_io(ctx: RunContext, p: dict, access: str, it: int) -> dict:
@@ -73,7 +93,7 @@ def _file_phase_io(ctx: RunContext, p: dict, access: str, it: int) -> dict:
     buf = np.empty(p["transfer"] // 8, dtype=np.uint64)
     expect = np.empty_like(buf)
     view = memoryview(buf).cast("B")
-    path = _test_path(p, rank)
+    path = _hidden_path(p, rank) if access == "write" else _test_path(p, rank)
     bad = checked = 0
     check_s = 0.0
     if access == "read" and p["cache"] == "drop":
@@ -177,8 +197,18 @@ def main(ctx: RunContext) -> dict:
 
         with open(p["manifest"]) as fh:
             manifest = json.load(fh)
-    if manifest is None and p["write"] and not p.get("keep"):
-        ctx.temporary(_test_path(p, ctx.rank))  # removed however the run ends
+    owner = True
+    if manifest is None and p["write"]:
+        import secrets
+
+        p["_token"] = ctx.comm.bcast(secrets.token_hex(4) if ctx.rank == 0 else None, root=0)
+        ctx.temporary(_hidden_path(p, ctx.rank))  # removed however the run ends
+        if not p.get("keep"):
+            ctx.temporary(_test_path(p, ctx.rank))
+        # a shared test file: one per host on a cluster (each host's disk), named and removed
+        # by the host's first rank
+        hosts = ctx.comm.allgather(os.environ.get("CLOUDHPC_HOST"))
+        owner = bool(p.get("file_per_proc")) or hosts.index(hosts[ctx.rank]) == ctx.rank
     rows, extras = [], []
     for it in range(p["iterations"]):
         phases = (["write"] if p["write"] else []) + (["read"] if p["read"] else [])
@@ -187,14 +217,12 @@ def main(ctx: RunContext) -> dict:
                 if manifest is not None:
                     row = _volume_phase(ctx, p, manifest, it)
                 else:
-                    row = _file_phase(ctx, p, access, it)
+                    row = _file_phase(ctx, p, access, it, owner)
             extras.append((access, row.pop("_extra")))
             rows.append(row)
     if not p.get("keep") and manifest is None and p["write"]:
-        # a shared test file: one per host on a cluster (each host's disk), removed by the
-        # host's first rank once every rank is done with it
-        hosts = ctx.comm.allgather(os.environ.get("CLOUDHPC_HOST"))
-        if p.get("file_per_proc") or hosts.index(hosts[ctx.rank]) == ctx.rank:
+        ctx.comm.Barrier()  # every rank is done with it
+        if owner:
             try:
                 os.unlink(_test_path(p, ctx.rank))
             except FileNotFoundError:

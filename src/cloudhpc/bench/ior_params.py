@@ -29,7 +29,7 @@ def _manifest(path: str) -> dict[str, Any]:
     try:
         with open(path) as fh:
             return json.load(fh)
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         raise CloudhpcError(f"cannot read the volume manifest {path}: {e}") from None
 
 

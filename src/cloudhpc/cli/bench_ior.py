@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Sequence
 
 from ..errors import CloudhpcError
-from ..paths import RunFiles, check_run_files
+from ..paths import RunFiles, check_input_file, check_output_file, check_run_files
 from .common import add_launch_options, execute, job_from_args, record_footer
 from .parser import add_subparser
 from .ui import out, print_table
@@ -83,6 +83,24 @@ def params_from_args(args: argparse.Namespace) -> dict:
     return params
 
 
+def check_test_files(path: str | None, resolved: dict, job) -> None:
+    """Before launch: the test file's directory takes a new file (writing), or the test files
+    written before are there (--read alone). The default ior.dat in each host's scratch
+    directory (a cluster) or each machine's working directory (--hosts) is not seen from here."""
+    import os
+
+    if path is None:
+        if job.cluster or job.hosts:
+            return
+        path = os.path.abspath("ior.dat")
+    if resolved["write"]:
+        check_output_file(path, "--path")
+        return
+    ranks = range(job.nprocs) if resolved["file_per_proc"] else (None,)
+    for r in ranks:
+        check_input_file(path if r is None else f"{path}.{r:08d}", "IOR test file")
+
+
 def handle(args: argparse.Namespace) -> int:
     from ..bench.ior_params import validate
 
@@ -105,6 +123,8 @@ def handle(args: argparse.Namespace) -> int:
     hosts = [("--hosts", args.hosts), ("--placement", getattr(args, "placement", None))]
     tests = [("--path", params["path"])] if resolved["write"] and not args.volume else []
     check_run_files(RunFiles(hosts, tests), job.results_dir)
+    if not args.volume:
+        check_test_files(params["path"], resolved, job)
     if manifest is not None:
         if cluster is not None and (not job.cluster or job.cluster["name"] != cluster.name):
             raise CloudhpcError(

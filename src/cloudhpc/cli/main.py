@@ -7,23 +7,12 @@ import os
 import sys
 
 from .. import __version__, signals
-from ..errors import CloudhpcError
+from ..errors import PATH_ERRORS, CloudhpcError, no_room
 from .parser import Formatter, Parser, requested
 
 # Each module has add_parser(subparsers, argv) and sets `handler` on its parser (argv: the words
 # after the subcommand's name, for subcommands that can build less when they know what is asked).
-SUBCOMMANDS = (
-    "run",
-    "bench",
-    "npb",
-    "profile",
-    "results",
-    "cluster",
-    "volume",
-    "place",
-    "mpi",
-    "demo",
-)
+SUBCOMMANDS = ("run", "bench", "npb", "profile", "results", "cluster", "volume", "place", "demo")
 
 
 def build_parser(argv: list[str] | None = None) -> Parser:
@@ -65,13 +54,23 @@ def main(argv: list[str] | None = None) -> None:
             pass  # SIGHUP: the terminal may be gone
     except BrokenPipeError:
         code = 0
+    except OSError as e:  # the system refused a path: not a bug, one line
+        if not (no_room(e) or e.errno in PATH_ERRORS):
+            return _internal_error(e)
+        where = f" {e.filename}" if e.filename else ""
+        print(f"cloudhpc: error: cannot use{where}: {e.strerror}", file=sys.stderr)
+        code = 1 if no_room(e) else 2
     except Exception as e:  # a bug in cloudhpc itself: still one line unless asked for more
-        if os.environ.get("CLOUDHPC_DEBUG"):
-            raise
-        print(
-            f"cloudhpc: internal error: {type(e).__name__}: {e} "
-            "(set CLOUDHPC_DEBUG=1 for the traceback)",
-            file=sys.stderr,
-        )
-        code = 70
+        return _internal_error(e)
     sys.exit(code)
+
+
+def _internal_error(e: Exception) -> None:
+    if os.environ.get("CLOUDHPC_DEBUG"):
+        raise e
+    print(
+        f"cloudhpc: internal error: {type(e).__name__}: {e} "
+        "(set CLOUDHPC_DEBUG=1 for the traceback)",
+        file=sys.stderr,
+    )
+    sys.exit(70)

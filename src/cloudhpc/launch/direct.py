@@ -9,7 +9,6 @@ from .base import Launcher
 
 class DirectLauncher(Launcher):
     name = "direct"
-    singleton = True
 
     def slots(self, job: Job) -> int | None:
         return None

@@ -15,13 +15,7 @@ from .base import (
     register_implementation,
 )
 
-IMPLEMENTATIONS.update(
-    {
-        "mpich": "cloudhpc.mpi.mpich:Mpich",
-        "openmpi": "cloudhpc.mpi.openmpi:OpenMpi",
-        "intelmpi": "cloudhpc.mpi.intelmpi:IntelMpi",
-    }
-)
+IMPLEMENTATIONS.update({"mpich": "cloudhpc.mpi.mpich:Mpich"})
 
 __all__ = [
     "DEFAULT",

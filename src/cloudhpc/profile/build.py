@@ -21,11 +21,18 @@ from pathlib import Path
 
 from ..errors import CloudhpcError
 from ..mpi import MpiImplementation, get_implementation
-from ..paths import cache_root
 from . import wrappers
 
 SOURCE_NAME = "pmpi_prof.c"
 LIBRARY_NAME = "libcloudhpc_pmpi.so"
+
+
+def cache_root() -> Path:
+    explicit = os.environ.get("CLOUDHPC_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cloudhpc"
 
 
 def _sources() -> dict[str, bytes]:

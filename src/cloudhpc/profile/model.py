@@ -194,7 +194,7 @@ def read_rank_dir(directory: str | os.PathLike, nprocs: int) -> Profile:
             continue
         try:
             d = json.loads(entry.read_text())
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, RecursionError) as e:
             raise CloudhpcError(f"cannot read rank profile {entry}: {e}") from None
         if d.get("format") != RANK_FORMAT or d.get("format_version") != RANK_FORMAT_VERSION:
             raise CloudhpcError(
@@ -220,7 +220,7 @@ def load_profile(path: str | os.PathLike) -> Profile:
         d = json.loads(p.read_text())
     except FileNotFoundError:
         raise CloudhpcError(f"no profile at {path}") from None
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:
         raise CloudhpcError(f"cannot read profile {p}: {e}") from None
     if not isinstance(d, dict):
         raise CloudhpcError(f"{p} is not a cloudhpc profile")

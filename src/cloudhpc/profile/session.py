@@ -73,11 +73,8 @@ def resolve_program(argv: list[str]) -> list[str]:
 
 
 def profiling_env(rank_dir: Path, trace: bool, mpi: str | None = None) -> dict[str, str]:
-    """What every rank needs to be profiled: the library built for the job's implementation
-    (installed first if it is not yet: its mpicc builds the library)."""
-    impl = get_implementation(mpi)
-    impl.ensure_installed()
-    lib = str(library_path(impl))
+    """What every rank needs to be profiled: the library built for the job's implementation."""
+    lib = str(library_path(get_implementation(mpi)))
     preload = os.environ.get("LD_PRELOAD")
     return {
         "LD_PRELOAD": f"{lib}:{preload}" if preload else lib,

@@ -182,6 +182,8 @@ def read_record(path: Path) -> dict[str, Any]:
         raise CloudhpcError(f"record {path} is damaged: not UTF-8 text (byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise CloudhpcError(f"record {path} is damaged: not JSON ({e.msg})") from None
+    except RecursionError:  # arrays or objects nested deeper than the parser's stack
+        raise CloudhpcError(f"record {path} is damaged: nested too deeply") from None
     except OSError as e:
         raise CloudhpcError(f"cannot read record {path}: {e.strerror}") from None
     problem = record_problem(obj)
@@ -246,13 +248,9 @@ def filter_records(
     app: str | None = None,
     env: str | None = None,
     since: dt.datetime | None = None,
-    mpi: str | None = None,
 ) -> list[dict[str, Any]]:
     out = []
     for r in records:
-        # records from before --mpi existed ran the mpich wheel
-        if mpi and ((r.get("mpi") or {}).get("name") or "mpich") != mpi:
-            continue
         if app and not (r["app"] == app or r["app"].startswith(app + ".")):
             continue
         if env and (r.get("env") or {}).get("name") != env:
