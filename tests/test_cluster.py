@@ -27,7 +27,7 @@ from cloudhpc.cluster.model import Cluster, host_pattern, namespace_pattern, sub
 from cloudhpc.cluster.rates import tbf_args
 from cloudhpc.envs import environment_names, get_environment
 from cloudhpc.errors import CloudhpcError
-from cloudhpc.launch.hostfile import parse_hosts_text
+from cloudhpc.hostfile import parse_hosts_text
 
 TAG = f"t{os.getpid()}"
 

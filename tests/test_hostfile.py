@@ -1,8 +1,8 @@
 import pytest
 
 from cloudhpc.errors import CloudhpcError
+from cloudhpc.hostfile import parse_hosts_text, read_hosts_file
 from cloudhpc.job import Host
-from cloudhpc.launch.hostfile import parse_hosts_text, read_hosts_file
 
 
 def test_hosts_slots_comments_and_blanks():

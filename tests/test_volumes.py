@@ -21,9 +21,10 @@ from test_cluster import _ours, needs_root, private_clusters
 
 from cloudhpc import cluster
 from cloudhpc.bench.ior_params import validate
-from cloudhpc.cluster import remote, volumes
 from cloudhpc.errors import CloudhpcError
 from cloudhpc.placement import SlotHost, data_aware_stripe, matchmaking
+from cloudhpc.volumes import manage as volumes
+from cloudhpc.volumes import remote
 
 NAME = f"plc{os.getpid()}"
 
@@ -410,8 +411,8 @@ def test_a_sigkilled_create_is_swept_by_the_next_volume_command(three, tmp_path)
 
 
 def test_partial_names_and_the_sweep_on_real_machines(tmp_path, monkeypatch):
-    from cloudhpc.cluster.partial import PATTERN, orphaned, partial_name
     from cloudhpc.procs import start_time
+    from cloudhpc.volumes.partial import PATTERN, orphaned, partial_name
 
     mine = partial_name("v.1-x")
     assert PATTERN.fullmatch(mine)["name"] == "v.1-x"

@@ -101,7 +101,8 @@ def run(job: Job) -> None:
         app = resolve(job.app)  # the job module and what it imports (numpy, numba, ...)
         t_start = MPI.Wtime()
         startup["job_import"] = t_start - t_import
-        ctx.engine = start_engine(job)  # ray: a Ray instance and the job's worker actors
+        # ray: a Ray instance and the job's worker actors, which import the job's module first
+        ctx.engine = start_engine(job, preload=(app.__module__,))
         if ctx.engine is not None:
             startup[f"{job.engine}_start"] = MPI.Wtime() - t_start
         comm.Barrier()

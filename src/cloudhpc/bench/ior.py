@@ -12,7 +12,7 @@ and the bytes read are compared between transfers, timed apart (`check_s`).
 
 Checks: a test file holds each 8-byte word's own file offset (plus the iteration), so a read
 compares every word; a volume's file is checked against its manifest's CRC-32 of every 64 KiB
-(cluster/volread.py).
+(volumes/read.py).
 
 Page cache: before each read phase the bytes about to be read are dropped from the page cache
 with posix_fadvise(POSIX_FADV_DONTNEED) (a test file: each rank its own ranges, after the write
@@ -129,7 +129,7 @@ def _file_phase_io(ctx: RunContext, p: dict, access: str, it: int) -> dict:
 
 
 def _volume_phase(ctx: RunContext, p: dict, manifest: dict, it: int) -> dict:
-    from ..cluster.volread import VolumeReader, evict
+    from ..volumes.read import VolumeReader, evict
 
     rank, size, comm = ctx.rank, ctx.size, ctx.comm
     buf = np.empty(p["transfer"], dtype=np.uint8)

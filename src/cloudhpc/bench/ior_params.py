@@ -20,7 +20,7 @@ DEFAULT_BLOCK = 1024 * 1024  # IOR's -b default
 def _size(value: Any, what: str) -> int | None:
     if value is None:
         return None
-    from ..cluster.volumes import parse_bytes
+    from ..volumes.manage import parse_bytes
 
     return parse_bytes(value, what)
 
@@ -57,7 +57,7 @@ def validate(params: dict[str, Any], nprocs: int) -> dict[str, Any]:
             raise CloudhpcError("bench ior --volume reads one shared file; -F is for test files")
         read = True
         m = _manifest(p["manifest"])
-        from ..cluster.volumes import file_entry
+        from ..volumes.manage import file_entry
 
         entry = file_entry(m, p.get("file"))
         check_block = int(m["check_block"])

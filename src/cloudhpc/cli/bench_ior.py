@@ -107,13 +107,13 @@ def handle(args: argparse.Namespace) -> int:
     params = params_from_args(args)
     cluster = manifest = None
     if args.volume:
-        from ..cluster import volumes
+        from ..volumes import manage as volumes
 
         cluster, manifest = volumes.find(args.volume)
         if cluster is not None:
             params["manifest"] = str(volumes.manifest_path(cluster, args.volume))
         else:  # real machines: the ranks read the manifest by this path (a shared home)
-            from ..cluster.remote import volumes_root
+            from ..volumes.remote import volumes_root
 
             params["manifest"] = str(volumes_root() / f"{args.volume}.json")
     elif args.file:

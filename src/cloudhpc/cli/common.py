@@ -14,9 +14,9 @@ from typing import Any
 
 from ..envs import environment_names, get_environment
 from ..errors import CloudhpcError, EnvironmentFailure
+from ..hostfile import read_hosts_file
 from ..job import Job, Layout
 from ..launch import LAUNCHERS, choose_launcher
-from ..launch.hostfile import read_hosts_file
 from ..launch.layout import parse_layout
 from ..launch.runner import plan_job, provisioned, raise_for_failure, run_plan
 from ..results.store import check_writable, make_record, now_utc, store_path, write_record

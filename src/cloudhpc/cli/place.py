@@ -84,12 +84,13 @@ def read_free_slots(path: str):
 
 def handle(args: argparse.Namespace) -> int:
     from ..atomic import write_text
-    from ..cluster import check_ready, volumes
+    from ..cluster import check_ready
+    from ..hostfile import read_hosts_file
     from ..job import Host
-    from ..launch.hostfile import read_hosts_file
     from ..paths import RunFiles, check_output_file, check_run_files
     from ..placement import hydra_text, slurm_text
     from ..placement.for_volume import comments, plan, slot_hosts
+    from ..volumes import manage as volumes
 
     if args.np < 1:
         raise CloudhpcError(f"-n must be at least 1, got {args.np}")

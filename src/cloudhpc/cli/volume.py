@@ -83,7 +83,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
 
 
 def _summary(m: dict) -> dict:
-    from ..cluster.volumes import bytes_on_hosts
+    from ..volumes.manage import bytes_on_hosts
 
     held = bytes_on_hosts(m)
     return {
@@ -97,7 +97,7 @@ def _summary(m: dict) -> dict:
 
 
 def _show(m: dict) -> None:
-    from ..cluster.volumes import bytes_on_hosts
+    from ..volumes.manage import bytes_on_hosts
 
     held = bytes_on_hosts(m)
     rows = [
@@ -121,7 +121,7 @@ def _show(m: dict) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from ..cluster import volumes
+    from ..volumes import manage as volumes
 
     volumes.sweep_partials()  # what a SIGKILLed create left on the hosts
     if args.action == "create":

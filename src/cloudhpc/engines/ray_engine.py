@@ -152,16 +152,16 @@ class RayEngine(DriverEngine):
 
     # --- start and stop ----------------------------------------------------------------------
     @classmethod
-    def start(cls, job: Any) -> RayEngine:
-        from ..apps.registry import resolve
-
+    def start(cls, job: Any, preload: tuple[str, ...] = ()) -> RayEngine:
+        """Start (or join) Ray and the job's workers; `preload`: modules every worker imports
+        before the timed region (the job's own module: the worker hands it over, as an engine
+        knows nothing of apps)."""
         opts = dict(getattr(job, "engine_options", {}) or {})
         threads = job.layout.threads
-        main = resolve(job.app)
         engine = cls(
             job.nprocs,
             threads=threads,
-            preload=(main.__module__,),
+            preload=tuple(preload),
             inject_failure=opts.get("inject_failure"),
         )
         env_vars = {"OMP_NUM_THREADS": str(threads), "NUMBA_NUM_THREADS": str(threads)}

@@ -68,12 +68,13 @@ def get_engine(name: str, comm: Any = None) -> Engine:
     return cls(comm)
 
 
-def start_engine(job: Any) -> Engine | None:
-    """The job's driver engine, started (outside the timed region); None for SPMD engines."""
+def start_engine(job: Any, preload: tuple[str, ...] = ()) -> Engine | None:
+    """The job's driver engine, started (outside the timed region); None for SPMD engines.
+    `preload`: modules its workers import first (the job's module)."""
     cls = _engine_class(getattr(job, "engine", "mpi"))
     if not getattr(cls, "needs_start", False):
         return None
-    return cls.start(job)
+    return cls.start(job, preload=preload)
 
 
 def engine_for(ctx: Any) -> Engine:

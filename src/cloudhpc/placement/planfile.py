@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..errors import CloudhpcError
+from ..hostfile import read_hosts_file
 from ..job import Host
-from ..launch.hostfile import read_hosts_file
 
 
 def runs(hosts: Sequence[str]) -> list[tuple[str, int]]:

@@ -13,7 +13,7 @@ GlusterFS does:
 Host h keeps the volume in SCRATCH/volumes/NAME/ and serves it with its data service
 (dataserve.py). The manifest, STATE/CLUSTER/volumes/NAME.json, says which host holds which
 bytes, and a CRC-32 of every CHECK_BLOCK bytes of every file, computed from the source while it
-is copied, against which every read is checked (volread.py). A volume goes with its cluster
+is copied, against which every read is checked (read.py). A volume goes with its cluster
 (`cluster down` removes the scratch and state directories).
 
 No half volume: the copies go to a hidden directory on each host, fsync'd, and are renamed into
@@ -42,13 +42,14 @@ import numpy as np
 
 from .. import signals
 from ..atomic import write_json
+from ..cluster import state
+from ..cluster.hook import host_argv
+from ..cluster.manage import check_ready, cluster_of_hosts
+from ..cluster.model import Cluster, ClusterHost
 from ..errors import CloudhpcError
 from ..job import Host
 from ..paths import check_input_file
-from . import dataserve, state
-from .hook import host_argv
-from .manage import check_ready, cluster_of_hosts
-from .model import Cluster, ClusterHost
+from . import dataserve
 from .partial import orphaned, partial_name
 
 LAYOUTS = ("distribute", "stripe")
@@ -244,7 +245,7 @@ def start_services(cluster: Cluster, hosts: Sequence[ClusterHost]) -> list[Clust
         if old is not None:  # running but not answering: replace it
             _stop_pid(old)
         command = (
-            f"exec {sys.executable} -m cloudhpc.cluster.dataserve serve {root} {h.name} "
+            f"exec {sys.executable} -m cloudhpc.volumes.dataserve serve {root} {h.name} "
             f"{dataserve.PORT}"
         )
         with open(root / ".dataserve.log", "ab") as log:
@@ -359,7 +360,7 @@ def create(
 ) -> dict[str, Any]:
     """Copy `files` onto the hosts of `hosts_file` and write the manifest: a cluster's hosts
     (their scratch directories), or real machines over ssh (remote.py, into `remote_dir`)."""
-    from ..launch.hostfile import read_hosts_file
+    from ..hostfile import read_hosts_file
 
     check_volume_name(name)
     if layout not in LAYOUTS:

@@ -11,7 +11,7 @@ server is aiohttp's `FileResponse`, a well-kept implementation of RFC 9110 range
 If-Range) that sends the file with sendfile(2), so bytes go from the host's disk (or page cache)
 to its link without passing through Python. The standard library's http.server has no range
 support, so it would have meant writing the range handling ourselves. The client side
-(volread.py) is the standard library's http.client: one keep-alive connection per remote host,
+(read.py) is the standard library's http.client: one keep-alive connection per remote host,
 reading each response straight into the caller's NumPy buffer.
 
 The service runs inside the host's network namespace (so its bytes cross the host's capped

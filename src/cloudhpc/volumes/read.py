@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CloudhpcError
-from .volumes import crc_table, file_entry, service_url
+from .manage import crc_table, file_entry, service_url
 
 
 def _own_name(host: str | None, hosts: dict) -> str | None:

@@ -1,15 +1,17 @@
 """Hosts files: one `host[:slots] [rack=NAME]` per line, `#` comments, blank lines ignored.
 
 The rack label is cloudhpc's (data-aware placement, seed 003, keeps ranks in their data's rack);
-the launchers hand Hydra only `host:slots`."""
+the launchers hand the MPI implementation's launcher only `host:slots`. Parsed here, at the
+bottom beside job.Host, so that launchers, placement and volumes all read hosts files the same
+way without importing one another."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-from ..errors import CloudhpcError
-from ..job import Host
+from .errors import CloudhpcError
+from .job import Host
 
 _HOST = re.compile(r"^[A-Za-z0-9_.\-]+$")
 

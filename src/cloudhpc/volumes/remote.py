@@ -5,7 +5,7 @@ services), with the network in between: each host's bytes are laid out in a loca
 directory (sparse for stripes), then sent with `tar -S` through ssh into a hidden directory on
 the host and renamed into place once every host has its part (tar and ssh are on every machine;
 rsync need not be). Each host keeps the volume in REMOTE_DIR/NAME and runs its data service
-(`python -m cloudhpc.cluster.dataserve serve REMOTE_DIR HOST PORT`, started over ssh with the
+(`python -m cloudhpc.volumes.dataserve serve REMOTE_DIR HOST PORT`, started over ssh with the
 same Python path as here, as Hydra assumes for its proxies), which the ranks and this machine
 reach by the host's name. The manifest is kept on this machine, in $CLOUDHPC_VOLUMES (else
 STATE/cloudhpc/volumes, beside the clusters' state).
@@ -31,9 +31,10 @@ from typing import Any
 
 from .. import signals
 from ..atomic import write_json
+from ..cluster import state
 from ..errors import CloudhpcError
 from ..job import Host
-from . import dataserve, state
+from . import dataserve
 from .partial import orphaned, partial_name
 
 ENV_VAR = "CLOUDHPC_VOLUMES"
@@ -89,7 +90,7 @@ def start_services(hosts: Sequence[dict], port: int, wait_s: float = 60.0) -> No
     for h in todo:
         root = shlex.quote(h["root"])
         ssh(h["name"], f"mkdir -p {root} && nohup {shlex.quote(sys.executable)} -m "
-            f"cloudhpc.cluster.dataserve serve {root} {shlex.quote(h['name'])} {port} "
+            f"cloudhpc.volumes.dataserve serve {root} {shlex.quote(h['name'])} {port} "
             f"> {root}/.dataserve.log 2>&1 < /dev/null &")  # fmt: skip
     deadline = time.monotonic() + wait_s
     while todo:
