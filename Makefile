@@ -12,12 +12,12 @@ DEB_PACKAGES := iproute2
 # `make bench` installs them with apt-get's own progress; no benchmark script installs anything.
 BENCH_DEB_PACKAGES := velvet gfortran mpich libmpich-dev default-jre-headless
 
-.PHONY: demo test lint format bench clean deb-packages
+.PHONY: demo test lint format bench clean deb-packages mpi-implementations
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --progress-bar on -e '.[test]'   # its progress shows: minutes on a fresh machine
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -31,7 +31,12 @@ deb-packages:
 	  else echo "Debian packages missing: $$missing (their tests are skipped)"; fi; \
 	fi
 
-test: $(STAMP) deb-packages
+# Open MPI and Intel MPI from PyPI, each in a prefix of its own (tests run every command on all
+# three MPI implementations); a no-op once installed (cloudhpc mpi list shows where).
+mpi-implementations: $(STAMP)
+	$(BIN)/cloudhpc mpi install --all
+
+test: $(STAMP) deb-packages mpi-implementations
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
 

@@ -4,12 +4,20 @@ communication matrix with a missing rank, size histogram bins, comparison, schem
 from __future__ import annotations
 
 import json
+import subprocess
 
 import pytest
 
 from cloudhpc.errors import CloudhpcError
-from cloudhpc.profile import load_profile, report
-from cloudhpc.profile.model import CallStats, Profile, RankProfile, read_rank_dir
+from cloudhpc.profile import callsites, load_profile, report
+from cloudhpc.profile.model import (
+    CallSite,
+    CallStats,
+    Frame,
+    Profile,
+    RankProfile,
+    read_rank_dir,
+)
 
 
 def rank(r: int, total: float, calls: dict[str, tuple[int, float]], sent=None) -> RankProfile:
@@ -126,3 +134,101 @@ def test_library_build_is_cached_and_safe_concurrently(tmp_path, monkeypatch):
     assert [p.name for p in paths[0].parent.iterdir()] == [LIBRARY_NAME]  # no temporaries left
     before = paths[0].stat().st_mtime_ns
     assert library_path() == paths[0] and paths[0].stat().st_mtime_ns == before  # reused
+
+
+def test_imbalance_columns_over_present_ranks(three_ranks_one_missing):
+    """The mean table's imbalance: min and max of the ranks' times in each call (0 for a rank
+    that never made it) and mpiP's COV (sample standard deviation over the mean)."""
+    rows = {r["Name"]: r for r in report.pprof_rows(three_ranks_one_missing)}
+    assert rows["MPI_Barrier"]["Min rank msec"] == pytest.approx(200.0)
+    assert rows["MPI_Barrier"]["Max rank msec"] == pytest.approx(600.0)
+    # times 0.6 and 0.2: mean 0.4, sample std sqrt(0.08) = 0.2828
+    assert rows["MPI_Barrier"]["COV"] == pytest.approx(0.08**0.5 / 0.4)
+    assert rows["MPI_Send"]["Min rank msec"] == 0.0  # rank 2 never sends
+    assert report.cov([1.0]) == 0.0 and report.cov([0.0, 0.0]) == 0.0
+    assert "COV" not in report.pprof_rows(three_ranks_one_missing, rank=0)[0]
+
+
+def test_callsite_rows_as_mpip(three_ranks_one_missing):
+    p = three_ranks_one_missing
+    p.callsites = [
+        CallSite(1, "MPI_Barrier", [Frame("/src/a.c", 10, "main", "/bin/a", "0x10")]),
+        CallSite(2, "MPI_Send", [Frame("/src/a.py", 3, "<module>", python=True)]),
+    ]
+    p.ranks[0].callsites = {
+        1: CallStats(2, 0.6, 0.1, 0.5, 0, 0),
+        2: CallStats(4, 0.2, 0.05, 0.05, 32, 0),
+    }
+    p.ranks[1].callsites = {1: CallStats(2, 0.2, 0.1, 0.1, 0, 0)}
+    rows = report.callsite_rows(p)
+    assert [r["Site"] for r in rows] == [1, 2]  # by time
+    b = rows[0]
+    assert (b["Call"], b["Location"], b["Function"], b["Count"]) == ("Barrier", "/src/a.c:10",
+                                                                     "main", 4)  # fmt: skip
+    assert b["Time msec"] == pytest.approx(800.0)
+    assert b["App%"] == pytest.approx(100 * 0.8 / 6.0)  # of the summed application time
+    assert b["MPI%"] == pytest.approx(100 * 0.8 / 2.0)  # of the summed MPI time
+    assert b["COV"] == pytest.approx(report.cov([0.6, 0.2]))
+    assert (b["Max msec"], b["Min msec"]) == (pytest.approx(500.0), pytest.approx(100.0))
+    assert rows[1]["Bytes/call"] == 8.0 and rows[1]["COV"] == 0.0  # one rank made it
+    one = report.callsite_rows(p, rank=2)
+    assert [(r["Site"], r["Rank"], r["COV"]) for r in one] == [(1, "2", None)]
+    table = report.callsite_rank_rows(p)
+    assert [(r["Site"], r["Rank"]) for r in table] == [(1, "0"), (1, "2"), (1, "*"), (2, "0"),
+                                                        (2, "*")]  # fmt: skip
+    back = Profile.from_json(json.loads(json.dumps(p.to_json())))
+    assert back.callsites == p.callsites and back.ranks[1].callsites == p.ranks[1].callsites
+
+
+def test_resolve_keeps_unreadable_modules_as_offsets(tmp_path):
+    """A module that is gone, or not the file the rank loaded, stays module+offset and the
+    profile says why; Python frames pass through; sites alike on two ranks are one site."""
+    exe = tmp_path / "prog"
+    exe.write_bytes(b"\x7fELF not really")
+    st = exe.stat()
+    mods = [{"path": str(exe), "size": st.st_size, "mtime": int(st.st_mtime) - 5},
+            {"path": str(tmp_path / "gone.so"), "size": 1, "mtime": 1}]  # fmt: skip
+    site = {
+        "call": "MPI_Send",
+        "count": 3,
+        "time_s": 0.3,
+        "min_s": 0.1,
+        "max_s": 0.1,
+        "bytes_sent": 24,
+        "bytes_recv": 0,
+        "frames": [{"module": 0, "offset": "0x1a"}],
+    }
+    py = {"call": "MPI_Recv", "count": 1, "time_s": 0.1, "min_s": 0.1, "max_s": 0.1,
+          "frames": [{"file": "/x.py", "line": 7, "function": "f"}]}  # fmt: skip
+    gone = {**site, "frames": [{"module": 1, "offset": "0x20"}]}
+    ranks = []
+    for r in range(2):
+        rp = rank(r, 1.0, {"MPI_Send": (3, 0.3)})
+        rp.raw_sites, rp.raw_modules, rp.callsite_depth = [site, py, gone], mods, 1
+        ranks.append(rp)
+    p = Profile(nprocs=2, ranks=ranks)
+    callsites.resolve(p)
+    assert p.callsite_depth == 1 and len(p.callsites) == 3
+    send = next(s for s in p.callsites if s.frames[0].offset == "0x1a")
+    assert send.frames[0].file is None and send.where() == "prog+0x1a"
+    assert next(s for s in p.callsites if s.call == "MPI_Recv").where() == "/x.py:7"
+    assert p.ranks[1].callsites[send.id].count == 3
+    gone_so = tmp_path / "gone.so"
+    problems = [f"{exe} changed since the run", f"{gone_so} is not on this host"]
+    assert p.meta["callsite_problems"] == sorted(problems)
+
+
+def test_addr2line_reads_a_c_binary(tmp_path):
+    src = tmp_path / "t.c"
+    src.write_text('#include <stdio.h>\nint main(void) {\n    puts("x");\n    return 0;\n}\n')
+    exe = tmp_path / "t"
+    subprocess.run(["cc", "-g", "-O0", "-o", str(exe), str(src)], check=True)
+    # the return address of the puts call: the instruction after it, found by objdump
+    dis = subprocess.run(["objdump", "-d", "--no-show-raw-insn", str(exe)], capture_output=True,
+                         text=True, check=True).stdout  # fmt: skip
+    lines = dis.splitlines()
+    i = next(k for k, ln in enumerate(lines) if "call" in ln and "puts" in ln)
+    after = int(lines[i + 1].split(":")[0], 16)
+    (frame,) = callsites.addr2line(str(exe), [after]).values()
+    assert (frame.file, frame.line, frame.function) == (str(src), 3, "main")
+    assert frame.offset == f"0x{after:x}" and frame.module == str(exe)

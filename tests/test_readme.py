@@ -261,3 +261,23 @@ def test_readme_command(shell: Shell, cmd: Command):
     check = _check_for(cmd.text)
     if check:
         check(shell.cwd, out, err)
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation dropped, spaces to dashes."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_readme_refers_only_to_files_in_the_repository():
+    text = README.read_text()
+    assert "../" not in text and "http://" not in text and "https://" not in text
+    anchors = {_anchor(h) for h in re.findall(r"^#+ (.+)$", text, re.M)}
+    for target in re.findall(r"\]\(([^)]+)\)", text):
+        if target.startswith("#"):
+            assert target[1:] in anchors, f"no heading for the link {target}"
+        else:
+            assert (ROOT / target).exists(), f"the link {target} names no file"
+    named = set(re.findall(r"`((?:docs|benchmarks|examples|tests)/[\w./-]+|[A-Z]+\.md)`", text))
+    assert {"docs/references.md", "benchmarks/RESULTS.md", "CHANGES.md"} <= named
+    for path in named:
+        assert (ROOT / path).exists(), f"README names {path}, which is not in the repository"

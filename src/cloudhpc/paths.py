@@ -208,3 +208,13 @@ def check_run_files(
                     f"{what} {given} is inside the results store {store}: records are never "
                     "rewritten; write it elsewhere"
                 )
+
+
+def cache_root() -> Path:
+    """cloudhpc's per-user cache (built profiler libraries, installed MPI implementations):
+    $CLOUDHPC_CACHE_DIR, else $XDG_CACHE_HOME/cloudhpc, else ~/.cache/cloudhpc."""
+    explicit = os.environ.get("CLOUDHPC_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "cloudhpc"

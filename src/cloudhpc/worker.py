@@ -151,7 +151,7 @@ def run(job: Job) -> None:
             "body": body or {},
             "timings": {"total_s": total_max, "phases": phases},
             "mpi": {
-                "library": MPI.Get_library_version().strip().splitlines()[0],
+                "library": MPI.Get_library_version().replace("\x00", "").strip().splitlines()[0],
                 "standard": "{}.{}".format(*MPI.Get_version()),
                 "mpi4py": __import__("mpi4py").__version__,
             },

@@ -19,6 +19,8 @@ from ..job import Job, Layout
 from ..launch import LAUNCHERS, choose_launcher
 from ..launch.layout import parse_layout
 from ..launch.runner import plan_job, provisioned, raise_for_failure, run_plan
+from ..mpi import DEFAULT as DEFAULT_MPI
+from ..mpi import get_implementation, implementation_names
 from ..results.store import check_writable, make_record, now_utc, store_path, write_record
 from .ui import ProgressMonitor, err, out
 
@@ -60,6 +62,14 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int = 1) -> None:
         "each rank on a host of a throwaway emulated cluster whose links are capped at RATE "
         "(100mbit, 1gbit, 10gbit, as tc writes rates; bandwidth only: no added delay), "
         "brought up for the run and down after it (needs root)",
+    )
+    g.add_argument(
+        "--mpi",
+        default=DEFAULT_MPI,
+        metavar="NAME",
+        help=f"MPI implementation: {', '.join(implementation_names())}; mpich is the venv's, "
+        "the others are installed from PyPI into a prefix of their own on first use "
+        "(`cloudhpc mpi list` shows where)",
     )
     g.add_argument(
         "--launcher",
@@ -122,6 +132,8 @@ def job_from_args(
     if layout is None:
         layout = Layout(1, nprocs, 1)
     get_environment(args.env)  # unknown names and bad arguments: one line
+    mpi = getattr(args, "mpi", DEFAULT_MPI)
+    get_implementation(mpi)  # unknown names: one line
     if not placement:
         hosts = read_hosts_file(args.hosts) if args.hosts else ()
     hosts_path = placement or args.hosts
@@ -145,6 +157,7 @@ def job_from_args(
         layout=layout,
         layout_given=args.layout is not None,
         env=args.env,
+        mpi=mpi,
         engine=engine,
         launcher=launcher,
         hosts=hosts,

@@ -12,7 +12,18 @@ from .parser import Formatter, Parser, requested
 
 # Each module has add_parser(subparsers, argv) and sets `handler` on its parser (argv: the words
 # after the subcommand's name, for subcommands that can build less when they know what is asked).
-SUBCOMMANDS = ("run", "bench", "npb", "profile", "results", "cluster", "volume", "place", "demo")
+SUBCOMMANDS = (
+    "run",
+    "bench",
+    "npb",
+    "profile",
+    "results",
+    "cluster",
+    "volume",
+    "place",
+    "mpi",
+    "demo",
+)
 
 
 def build_parser(argv: list[str] | None = None) -> Parser:

@@ -2,7 +2,7 @@
 
 cloudhpc profile [launch options] [--trace] -- PROGRAM [ARGS]
 cloudhpc profile [launch options] --app APP [KEY=VALUE ...]
-cloudhpc profile show PROFILE [--rank R]
+cloudhpc profile show PROFILE [--rank R] [--callsites]
 cloudhpc profile compare A B
 """
 
@@ -21,7 +21,9 @@ from ..errors import CloudhpcError, RunFailed
 from ..launch.runner import raise_for_failure
 from ..paths import RunFiles, check_output_file, check_run_files
 from ..profile import load_profile, report
+from ..profile.callsites import MAX_CALLSITE_DEPTH
 from ..profile.model import Profile
+from ..results.store import files_dir, load_record, load_records
 from .app_params import ParamSpec, parse_params, run_app_spec
 from .bench import BENCHMARKS
 from .bench import param_spec as bench_spec
@@ -36,7 +38,8 @@ examples:
   cloudhpc profile -n 4 -- ./stencil 100          # a C/Fortran binary built with MPICH
   cloudhpc profile -n 2 --env vm-net -- app.py    # an mpi4py program
   cloudhpc profile -n 2 --app bench.pingpong sizes=0:1k iters=200
-  cloudhpc profile show cloudhpc-results/<id>.files --rank 1
+  cloudhpc profile show last --callsites                 # the latest profile's call sites
+  cloudhpc profile show 20261121-1243 --rank 1          # a record id, or a unique prefix of it
   cloudhpc profile compare native.files vmnet.files
 """
 
@@ -61,6 +64,15 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         action="store_true",
         help="also record every call and export a Chrome trace (trace.json)",
     )
+    p.add_argument(
+        "--callsite-depth",
+        type=int,
+        default=1,
+        metavar="N",
+        help="frames recorded per call site (default 1: the line that made the MPI call; up to "
+        f"{MAX_CALLSITE_DEPTH}; 0: no call sites). C/C++/Fortran sites resolve to file:line with "
+        "the binary's debug info (-g); an mpi4py program's to its Python lines",
+    )
     _report_options(p)
     add_launch_options(p, default_np=2)
     p.add_argument(
@@ -75,6 +87,11 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
 def _report_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rank", type=int, metavar="R", help="show rank R's table instead of the mean")
     p.add_argument("--top", type=int, default=12, metavar="N", help="rows of the function table")
+    p.add_argument(
+        "--callsites",
+        action="store_true",
+        help="also list the top call sites by time (mpiP's Callsite Time statistics)",
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -105,6 +122,8 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
 
     if args.top < 1:
         raise CloudhpcError("--top must be at least 1")
+    if not 0 <= args.callsite_depth <= MAX_CALLSITE_DEPTH:
+        raise CloudhpcError(f"--callsite-depth must be 0 to {MAX_CALLSITE_DEPTH}")
     if args.app:
         from ..apps.registry import MAINS, known, run_apps
 
@@ -133,7 +152,7 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
     if args.rank is not None and not 0 <= args.rank < job.nprocs:
         raise CloudhpcError(f"--rank {args.rank} is out of range: the run has {job.nprocs} ranks")
     if args.dry_run:
-        plan = dry_run_plan(job, program, args.trace)
+        plan = dry_run_plan(job, program, args.trace, args.callsite_depth)
         if args.json:
             print(json.dumps({"argv": plan.argv, "env": plan.env, "launcher": plan.launcher}))
         else:
@@ -150,6 +169,7 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
             monitor=monitor,
             record_params=record_params,
             top=args.top,
+            callsite_depth=args.callsite_depth,
         )
     finally:
         monitor.close()
@@ -172,7 +192,7 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
     if args.json:
         print(json.dumps({k: v for k, v in record.items() if k != "_path"}, indent=1, default=str))
     else:
-        render(run.profile, rank=args.rank, top=args.top)
+        render(run.profile, rank=args.rank, top=args.top, callsites=args.callsites)
         err.print(f"files: {os.path.relpath(run.files)}", highlight=False)
         record_footer(record)
     aborted = [r.rank for r in run.profile.ranks if r.aborted]
@@ -203,10 +223,14 @@ def _show_stderr(text: str, lines: int = 8) -> None:
 
 
 # ---- terminal report -----------------------------------------------------------------------
-def render(profile: Profile, rank: int | None = None, top: int = 12) -> None:
+def render(
+    profile: Profile, rank: int | None = None, top: int = 12, callsites: bool = False
+) -> None:
     who = f"rank {rank}" if rank is not None else f"mean over {len(profile.ranks)} ranks"
     rows = report.pprof_rows(profile, rank)
     out.print(pprof_table(f"FUNCTION SUMMARY ({who})", rows[: top + 1]))
+    if callsites:
+        render_callsites(profile, rank, top)
     print_table("mpiP task summary", report.mpip_rows(profile))
     msgs, nbytes = report.comm_matrix(profile)
     if msgs.any() and profile.nprocs <= 16:
@@ -220,6 +244,41 @@ def render(profile: Profile, rank: int | None = None, top: int = 12) -> None:
         print_table("message sizes (calls per power-of-two bin)", hist)
 
 
+def render_callsites(profile: Profile, rank: int | None, top: int) -> None:
+    if not profile.callsites:
+        why = "" if profile.callsite_depth else " (profiled with --callsite-depth 0, or before 2.0)"
+        err.print(f"no call sites in this profile{why}", highlight=False)
+        return
+    who = f"rank {rank}" if rank is not None else f"all {len(profile.ranks)} ranks"
+    rows = report.callsite_rows(profile, rank)
+    cols = [c for c in report.CALLSITE_COLUMNS if c != "Rank" and (rank is None or c != "COV")]
+    t = Table(title=f"CALL SITES by time ({who}, top {min(top, len(rows))} of {len(rows)})",
+              title_justify="left")  # fmt: skip
+    for c in cols:
+        left = c in ("Call", "Location", "Function")
+        t.add_column(c, justify="left" if left else "right", overflow="fold")
+    for r in rows[:top]:
+        cells = []
+        for c in cols:
+            v = r[c]
+            if c == "Location":  # as the user would name the file from here
+                path, _, line = v.rpartition(":")
+                rel = os.path.relpath(path) if path.startswith("/") else path
+                cells.append(f"{rel if not rel.startswith('..') else path}:{line}")
+            elif c in ("App%", "MPI%"):
+                cells.append(f"{v:.2f}")
+            elif c == "COV":
+                cells.append(f"{v:.2f}")
+            elif isinstance(v, float):
+                cells.append(_sig(v))
+            else:
+                cells.append(str(v))
+        t.add_row(*cells)
+    out.print(t)
+    for note in profile.meta.get("callsite_problems", []):
+        err.print(f"[yellow]call sites: {note}[/]")
+
+
 def _sig(v: float) -> str:
     """pprof's number style: whole numbers from 100 up, three significant digits below."""
     if v == 0:
@@ -228,19 +287,24 @@ def _sig(v: float) -> str:
 
 
 def pprof_table(title: str, rows: list[dict]) -> Table:
+    """TAU's pprof columns; for the mean over ranks, the imbalance between them after them."""
     t = Table(title=title, title_justify="left")
-    for c in report.PPROF_COLUMNS:
+    imbalance = bool(rows) and "COV" in rows[0]
+    columns = report.PPROF_COLUMNS[:-1] + (report.IMBALANCE_COLUMNS if imbalance else []) + ["Name"]
+    for c in columns:
         t.add_column(c, justify="left" if c == "Name" else "right", no_wrap=c == "Name")
     for r in rows:
         calls = r["#Call"]
-        t.add_row(
+        cells = [
             f"{r['%Time']:.1f}",
             _sig(r["Exclusive msec"]),
             _sig(r["Inclusive total msec"]),
             str(calls) if isinstance(calls, int) else f"{calls:.2f}",
             _sig(r["Inclusive usec/call"]),
-            r["Name"],
-        )
+        ]
+        if imbalance:
+            cells += [_sig(r["Min rank msec"]), _sig(r["Max rank msec"]), f"{r['COV']:.2f}"]
+        t.add_row(*cells, r["Name"])
     return t
 
 
@@ -261,31 +325,63 @@ def _check_compare_files(args: argparse.Namespace) -> None:
     check_run_files(RunFiles(inputs, outputs), stores)
 
 
+def _stored_profile(given: str, results: str) -> str:
+    """A profile named as a path (profile.json, a record's .files directory or its record), or
+    as a record id of `results`, a unique prefix of one, or `last`: the path to load."""
+    if Path(given).exists():
+        return given
+    if os.sep in given or given.endswith(".json"):
+        raise CloudhpcError(f"no profile at {given}")
+    try:
+        record = load_record(results, given)
+    except CloudhpcError as e:
+        raise CloudhpcError(f"{given} is neither a profile file nor a record: {e}") from None
+    if given == "last" and record["app"] != "profile":  # the latest profile, not the latest run
+        profiles = [r for r in load_records(results) if r["app"] == "profile"]
+        if not profiles:
+            raise CloudhpcError(f"no profiles in {results}")
+        record = profiles[-1]
+    if record["app"] != "profile":
+        raise CloudhpcError(f"record {record['id']} is a {record['app']} run, not a profile")
+    return str(files_dir(results, record["id"]))
+
+
 def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
     verb = target[0]
     p = Parser(prog=f"cloudhpc profile {verb}")
+    what = "profile.json, a record's .files directory or record, or a record id (a unique prefix"
+    what += " of one, or `last`) in --results"
     if verb == "show":
-        p.add_argument("profile", help="profile.json, a record's .files directory, or its record")
+        p.add_argument("profile", help=what)
         _report_options(p)
     else:
-        p.add_argument("a", metavar="A", help="baseline profile (profile.json, .files, or record)")
-        p.add_argument("b", metavar="B", help="profile compared with A")
+        p.add_argument("a", metavar="A", help=f"baseline profile: {what}")
+        p.add_argument("b", metavar="B", help="profile compared with A (as A)")
         p.add_argument("--top", type=int, default=20, metavar="N", help="rows shown")
         p.add_argument("--csv", metavar="FILE", help="also write the comparison table as CSV")
         p.add_argument("--plot", metavar="STEM", help="also draw STEM.png and STEM.svg (bars)")
     p.add_argument("--json", action="store_true", help="print the table as JSON")
+    p.add_argument(
+        "--results", default=outer.results, metavar="DIR", help="where record ids are looked up"
+    )
     args = p.parse_args(target[1:])
     args.json = args.json or outer.json
     if verb == "compare":  # outputs checked before any work, as for runs
         check_output_file(args.csv, "--csv")
         check_output_file(args.plot and f"{args.plot}.png", "--plot")
+    if verb == "show":
+        args.profile = _stored_profile(args.profile, args.results)
+    else:
+        args.a = _stored_profile(args.a, args.results)
+        args.b = _stored_profile(args.b, args.results)
+    if verb == "compare":
         _check_compare_files(args)
     if verb == "show":
         prof = load_profile(args.profile)
         if args.json:
             print(json.dumps(prof.to_json(), indent=1))
             return 0
-        render(prof, rank=args.rank, top=args.top)
+        render(prof, rank=args.rank, top=args.top, callsites=args.callsites)
         if prof.missing_ranks:
             err.print(
                 f"[yellow]missing ranks {', '.join(map(str, prof.missing_ranks))}: they "

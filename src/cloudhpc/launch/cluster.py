@@ -30,6 +30,7 @@ def job_cluster(job: Job) -> Cluster:
 
 class ClusterLauncher(HostsLauncher):
     name = "cluster"
+    same_machine = True  # its hosts are namespaces of this machine
 
     def preflight(self, job: Job) -> None:
         check_ready(job_cluster(job))

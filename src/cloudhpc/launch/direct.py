@@ -9,6 +9,7 @@ from .base import Launcher
 
 class DirectLauncher(Launcher):
     name = "direct"
+    singleton = True
 
     def slots(self, job: Job) -> int | None:
         return None

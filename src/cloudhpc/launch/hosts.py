@@ -12,6 +12,7 @@ from .base import Launcher
 class HostsLauncher(Launcher):
     name = "hosts"
     spans_hosts = True
+    same_machine = False
 
     def slots(self, job: Job) -> int | None:
         hosts = self._hosts(job)

@@ -17,6 +17,8 @@ class LaunchPlan:
     hosts: tuple[Host, ...] = ()
     notes: list[str] = field(default_factory=list)
     mpi: str = "mpich"  # the implementation that starts the ranks (its leftovers, its noise)
+    singleton: bool = False  # ranks start without mpiexec (MPI initialises as a singleton)
+    same_machine: bool = True  # every process of the run is on this machine
     # what the run record says: the environment as realised, the implementation and version
     environment: dict = field(default_factory=dict)
     mpi_info: dict = field(default_factory=dict)

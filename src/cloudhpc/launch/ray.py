@@ -22,6 +22,7 @@ PRIVATE = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 class RayLauncher(Launcher):
     name = "ray"
+    singleton = True
 
     def plan(self, job: Job, rank_argv: list[str] | None = None, extra_env=None) -> LaunchPlan:
         env = dict(ALWAYS)

@@ -80,10 +80,13 @@ def provisioned(job: Job, dry_run: bool = False) -> Iterator[Job]:
 def plan_job(
     job: Job, rank_argv: list[str] | None = None, extra_env=None, preflight: bool = True
 ) -> LaunchPlan:
-    """The argv and environment for `job` (rank_argv defaults to the cloudhpc worker)."""
+    """The argv and environment for `job` (rank_argv defaults to the cloudhpc worker). With
+    `preflight` (not for --dry-run) the job's MPI implementation is installed if it is not yet,
+    and the launcher checks what it needs of the outside world."""
     launcher = get_launcher(job.launcher)
     plan = launcher.plan(job, rank_argv, extra_env)
     if preflight:
+        get_implementation(job.mpi).ensure_installed()
         launcher.preflight(job)
     return plan
 
@@ -94,6 +97,8 @@ def _filter_noise(text: str, noise: tuple[str, ...]) -> str:
 
 
 CONTROL_DIR_PREFIX = "cloudhpc-run-"  # a run's control directory, in the temporary directory
+# where an MPI runtime's files for one run go (shared-memory segments among them): memory
+_SCRATCH_ROOT = "/dev/shm" if os.path.isdir("/dev/shm") else None
 OWNER = "owner"  # in it: "PID START_TIME" of the cloudhpc process that made it
 
 
@@ -164,8 +169,12 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
     env[CONTROL_DIR_VAR] = control_dir
     # Every process of the run inherits this entry, however deep: procs.end_tagged finds them by it.
     token = f"{CONTROL_DIR_VAR}={control_dir}"
-    t0 = time.perf_counter()
     mpi = get_implementation(plan.mpi)
+    if mpi.wants_scratch:
+        scratch = tempfile.mkdtemp(prefix=CONTROL_DIR_PREFIX, dir=_SCRATCH_ROOT)
+        register_temporary(scratch, control_dir)  # removed with the run, or by the next sweep
+        env.update(mpi.run_variables(scratch, plan.singleton, plan.same_machine))
+    t0 = time.perf_counter()
     topology = HydraTopology(mpi.leftover_prefix)
     try:
         proc = subprocess.Popen(
@@ -208,7 +217,7 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
             msg = _control_message(line)
             if msg is not None:
                 _dispatch(msg, outcome, monitor)
-            else:
+            elif not (mpi.stdout_noise and line.startswith(mpi.stdout_noise)):
                 monitor.output(line)
         proc.wait()
         end_tagged(token)  # whatever the ranks left running (a program's background children)

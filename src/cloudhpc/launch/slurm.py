@@ -11,6 +11,7 @@ from .base import Launcher
 class SlurmLauncher(Launcher):
     name = "slurm"
     spans_hosts = True
+    same_machine = False
 
     def slots(self, job: Job) -> int | None:
         # CPUs of the allocation: tasks x cpus per task (both as Slurm exports them).

@@ -15,7 +15,13 @@ from .base import (
     register_implementation,
 )
 
-IMPLEMENTATIONS.update({"mpich": "cloudhpc.mpi.mpich:Mpich"})
+IMPLEMENTATIONS.update(
+    {
+        "mpich": "cloudhpc.mpi.mpich:Mpich",
+        "openmpi": "cloudhpc.mpi.openmpi:OpenMpi",
+        "intelmpi": "cloudhpc.mpi.intelmpi:IntelMpi",
+    }
+)
 
 __all__ = [
     "DEFAULT",

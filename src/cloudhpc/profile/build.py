@@ -15,24 +15,19 @@ from __future__ import annotations
 import hashlib
 import os
 import subprocess
+import sys
+import sysconfig
 import tempfile
 from importlib import resources
 from pathlib import Path
 
 from ..errors import CloudhpcError
 from ..mpi import MpiImplementation, get_implementation
+from ..paths import cache_root
 from . import wrappers
 
 SOURCE_NAME = "pmpi_prof.c"
 LIBRARY_NAME = "libcloudhpc_pmpi.so"
-
-
-def cache_root() -> Path:
-    explicit = os.environ.get("CLOUDHPC_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "cloudhpc"
 
 
 def _sources() -> dict[str, bytes]:
@@ -80,3 +75,38 @@ def library_path(mpi: MpiImplementation | None = None, rebuild: bool = False) ->
             raise CloudhpcError(f"building the profiling library failed ({mpicc}): {first}")
         os.replace(out, target)
     return target
+
+
+PYSITE_SOURCE = "pysite.c"
+PYSITE_LIBRARY = "libcloudhpc_pysite.so"
+
+
+def python_helper() -> tuple[Path | None, str]:
+    """The helper that gives the PMPI library the Python frames of an MPI call (pysite.c), built
+    with this Python's compiler and headers on first use: (its path, "") or (None, why not).
+    Without it a Python program's call sites are addresses in mpi4py."""
+    include = sysconfig.get_paths().get("include", "")
+    cc = (sysconfig.get_config_var("CC") or "cc").split()
+    src = resources.files("cloudhpc.profile").joinpath(PYSITE_SOURCE).read_bytes()
+    identity = f"{sys.version}\n{include}\n{' '.join(cc)}".encode()
+    key = hashlib.sha256(src + b"\0" + identity).hexdigest()[:16]
+    target = cache_root() / "pysite" / key / PYSITE_LIBRARY
+    if target.exists():
+        return target, ""
+    if not os.path.exists(os.path.join(include, "Python.h")):
+        return None, f"this Python has no C headers ({include}/Python.h)"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
+            c_file = Path(tmp) / PYSITE_SOURCE
+            c_file.write_bytes(src)
+            out = Path(tmp) / PYSITE_LIBRARY
+            cmd = [*cc, "-shared", "-fPIC", "-O2", f"-I{include}", "-o", str(out), str(c_file)]
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            if r.returncode != 0:
+                lines = [ln for ln in r.stderr.splitlines() if "error" in ln] or ["no output"]
+                return None, f"building {PYSITE_SOURCE} failed: {lines[0].strip()}"
+            os.replace(out, target)
+    except OSError as e:
+        return None, f"cannot build {PYSITE_SOURCE}: {e.strerror or e}"
+    return target, ""

@@ -1,7 +1,8 @@
-"""The profile of one run: per rank, per MPI function counts, times and bytes.
+"""The profile of one run: per rank, per MPI function and per call site counts, times and bytes.
 
 Two on-disk forms: the per-rank files the C library writes (`rank-NNNNN.json`, format
-"cloudhpc-pmpi-rank") and the merged, documented `profile.json` (docs/profile-schema.md).
+"cloudhpc-pmpi-rank", call sites as raw addresses) and the merged, documented `profile.json`
+(docs/profile-schema.md), whose call sites are resolved (callsites.py) and numbered across ranks.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ class CallStats:
     def mean_s(self) -> float:
         return self.time_s / self.count if self.count else 0.0
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self, hist: bool = True) -> dict[str, Any]:
+        d: dict[str, Any] = {
             "count": self.count,
             "time_s": self.time_s,
             "min_s": self.min_s,
@@ -49,8 +50,24 @@ class CallStats:
             "bytes_recv": self.bytes_recv,
             "bytes_written": self.bytes_written,
             "bytes_read": self.bytes_read,
-            "size_hist": {str(k): v for k, v in sorted(self.size_hist.items())},
         }
+        if hist:
+            d["size_hist"] = {str(k): v for k, v in sorted(self.size_hist.items())}
+        return d
+
+    def add(self, other: CallStats) -> None:
+        """Merge another's calls into these (min and max over both)."""
+        if other.count:
+            self.min_s = min(self.min_s, other.min_s) if self.count else other.min_s
+            self.max_s = max(self.max_s, other.max_s)
+        self.count += other.count
+        self.time_s += other.time_s
+        self.bytes_sent += other.bytes_sent
+        self.bytes_recv += other.bytes_recv
+        self.bytes_written += other.bytes_written
+        self.bytes_read += other.bytes_read
+        for k, v in other.size_hist.items():
+            self.size_hist[k] = self.size_hist.get(k, 0) + v
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> CallStats:
@@ -65,6 +82,68 @@ class CallStats:
             bytes_written=int(d.get("bytes_written", 0)),
             bytes_read=int(d.get("bytes_read", 0)),
         )
+
+
+@dataclass
+class Frame:
+    """One frame of a call site: where the MPI call was made (file:line, function), or for a
+    frame without debug information its module and offset there."""
+
+    file: str | None = None
+    line: int = 0
+    function: str | None = None
+    module: str | None = None  # C, C++, Fortran: the executable or library
+    offset: str | None = None  # hex, the return address in `module` (as addr2line reads it)
+    python: bool = False
+
+    def where(self) -> str:
+        if self.file and self.line:
+            return f"{self.file}:{self.line}"
+        if self.module:
+            return f"{os.path.basename(self.module)}+{self.offset}"
+        return self.offset or "?"
+
+    def to_json(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"file": self.file, "line": self.line, "function": self.function}
+        if self.python:
+            d["language"] = "python"
+        else:
+            d.update(module=self.module, offset=self.offset)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Frame:
+        return cls(
+            file=d.get("file"),
+            line=int(d.get("line") or 0),
+            function=d.get("function"),
+            module=d.get("module"),
+            offset=d.get("offset"),
+            python=d.get("language") == "python",
+        )
+
+
+@dataclass
+class CallSite:
+    """An MPI call made from one place (mpiP's call site): the call and its frames, innermost
+    first (as many as --callsite-depth asked for)."""
+
+    id: int
+    call: str
+    frames: list[Frame]
+
+    def where(self) -> str:
+        return self.frames[0].where() if self.frames else "?"
+
+    def function(self) -> str:
+        return (self.frames[0].function or "?") if self.frames else "?"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "call": self.call, "frames": [f.to_json() for f in self.frames]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> CallSite:
+        return cls(int(d["id"]), str(d["call"]), [Frame.from_json(f) for f in d["frames"]])
 
 
 @dataclass
@@ -87,6 +166,12 @@ class RankProfile:
     trace_events: int = 0
     trace_dropped: int = 0
     trace_names: list[str] = field(default_factory=list)
+    callsites: dict[int, CallStats] = field(default_factory=dict)  # by CallSite.id
+    callsites_dropped: int = 0  # calls whose site did not fit the library's table
+    # as the library wrote them, until callsites.resolve() numbers them across ranks
+    raw_sites: list[dict[str, Any]] = field(default_factory=list)
+    raw_modules: list[dict[str, Any]] = field(default_factory=list)
+    callsite_depth: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -108,6 +193,8 @@ class RankProfile:
             "t_init_wall": self.t_init_wall,
             "clock": self.clock,
             "trace": {"events": self.trace_events, "dropped": self.trace_dropped},
+            "callsites": {str(k): v.to_json(hist=False) for k, v in sorted(self.callsites.items())},
+            "callsites_dropped": self.callsites_dropped,
         }
 
     @classmethod
@@ -133,7 +220,23 @@ class RankProfile:
             trace_events=int(trace.get("events", 0)),
             trace_dropped=int(trace.get("dropped", 0)),
             trace_names=list(trace.get("names", [])),
+            **_sites_from_json(d),
         )
+
+
+def _sites_from_json(d: dict[str, Any]) -> dict[str, Any]:
+    """A rank's call sites: raw (a list, in a rank file) or numbered (in profile.json)."""
+    sites = d.get("callsites", {})
+    out: dict[str, Any] = {
+        "callsites_dropped": int(d.get("callsites_dropped", 0)),
+        "callsite_depth": int(d.get("callsite_depth", 0)),
+    }
+    if isinstance(sites, list):
+        out["raw_sites"] = sites
+        out["raw_modules"] = list(d.get("modules", []))
+    else:
+        out["callsites"] = {int(k): CallStats.from_json(v) for k, v in sites.items()}
+    return out
 
 
 @dataclass
@@ -141,6 +244,14 @@ class Profile:
     nprocs: int
     ranks: list[RankProfile]  # sorted by rank; only the ranks that wrote a profile
     meta: dict[str, Any] = field(default_factory=dict)
+    callsites: list[CallSite] = field(default_factory=list)  # by id
+    callsite_depth: int = 0  # frames per site; 0: call sites were not recorded
+
+    def site(self, site_id: int) -> CallSite:
+        for s in self.callsites:
+            if s.id == site_id:
+                return s
+        raise CloudhpcError(f"no call site {site_id} in this profile")
 
     @property
     def missing_ranks(self) -> list[int]:
@@ -165,6 +276,8 @@ class Profile:
             "nprocs": self.nprocs,
             "missing_ranks": self.missing_ranks,
             "meta": self.meta,
+            "callsite_depth": self.callsite_depth,
+            "callsites": [s.to_json() for s in self.callsites],
             "ranks": [r.to_json() for r in self.ranks],
         }
 
@@ -181,7 +294,13 @@ class Profile:
             )
         try:
             ranks = sorted((RankProfile.from_json(r) for r in d["ranks"]), key=lambda r: r.rank)
-            return cls(nprocs=int(d["nprocs"]), ranks=ranks, meta=dict(d.get("meta", {})))
+            return cls(
+                nprocs=int(d["nprocs"]),
+                ranks=ranks,
+                meta=dict(d.get("meta", {})),
+                callsites=[CallSite.from_json(s) for s in d.get("callsites", [])],
+                callsite_depth=int(d.get("callsite_depth", 0)),
+            )
         except (KeyError, TypeError, ValueError) as e:
             raise CloudhpcError(f"{where} is malformed: {type(e).__name__}: {e}") from None
 

@@ -1,6 +1,6 @@
-"""Tables derived from a profile: TAU pprof-style function summary, mpiP-style task summary,
-the point-to-point communication matrix, the message-size histogram, and a comparison of two
-profiles (004, chapters 6 and 7)."""
+"""Tables derived from a profile: TAU pprof-style function summary with the imbalance over
+ranks, mpiP-style task summary and call-site statistics, the point-to-point communication
+matrix, the message-size histogram, and a comparison of two profiles (004, chapters 6 and 7)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..atomic import atomic_file
-from .model import Profile, RankProfile
+from .model import CallStats, Profile, RankProfile
 
 APP_ROW = ".cloudhpc application"
 PPROF_COLUMNS = [
@@ -23,6 +23,20 @@ PPROF_COLUMNS = [
     "Inclusive usec/call",
     "Name",
 ]
+# the mean table's imbalance over ranks: the least and most time one rank spent in the call, and
+# the coefficient of variation of the ranks' times (mpiP's COV)
+IMBALANCE_COLUMNS = ["Min rank msec", "Max rank msec", "COV"]
+
+
+def cov(values: list[float]) -> float:
+    """mpiP's coefficient of variation: sample standard deviation over the mean (0 for one
+    value or a zero mean)."""
+    n = len(values)
+    mean = sum(values) / n if n else 0.0
+    if n <= 1 or mean <= 0:
+        return 0.0
+    var = sum((v - mean) ** 2 for v in values) / (n - 1)
+    return var**0.5 / mean
 
 
 def _rank_rows(rp: RankProfile) -> list[dict[str, Any]]:
@@ -62,17 +76,95 @@ def pprof_rows(profile: Profile, rank: int | None = None) -> list[dict[str, Any]
     rows = []
     for name, a in acc.items():
         excl, incl, calls = a["excl_s"] / n, a["incl_s"] / n, a["calls"] / n
-        rows.append(
-            {
-                "%Time": round(100.0 * incl / app_total, 1) if app_total > 0 else 0.0,
-                "Exclusive msec": excl * 1e3,
-                "Inclusive total msec": incl * 1e3,
-                "#Call": calls if rank is None and calls != int(calls) else int(calls),
-                "Inclusive usec/call": incl * 1e6 / calls if calls else 0.0,
-                "Name": name,
-            }
-        )
+        row = {
+            "%Time": round(100.0 * incl / app_total, 1) if app_total > 0 else 0.0,
+            "Exclusive msec": excl * 1e3,
+            "Inclusive total msec": incl * 1e3,
+            "#Call": calls if rank is None and calls != int(calls) else int(calls),
+            "Inclusive usec/call": incl * 1e6 / calls if calls else 0.0,
+            "Name": name,
+        }
+        if rank is None:  # over every rank present: one that never calls it spent 0
+            times = [_excl(rp, name) for rp in ranks]
+            row.update(
+                {
+                    "Min rank msec": min(times) * 1e3,
+                    "Max rank msec": max(times) * 1e3,
+                    "COV": cov(times),
+                }
+            )
+        rows.append(row)
     rows.sort(key=lambda r: -r["Exclusive msec"])
+    return rows
+
+
+def _excl(rp: RankProfile, name: str) -> float:
+    if name == APP_ROW:
+        return max(rp.total_s - rp.mpi_s, 0.0)
+    c = rp.calls.get(name)
+    return c.time_s if c else 0.0
+
+
+# ---- call sites (mpiP's "Callsite Time statistics" and "Aggregate Time") -------------------
+CALLSITE_COLUMNS = ["Site", "Call", "Location", "Function", "Rank", "Count", "Time msec",
+                    "App%", "MPI%", "COV", "Max msec", "Mean msec", "Min msec",
+                    "Bytes/call"]  # fmt: skip
+
+
+def _site_row(profile: Profile, site_id: int, who: str, stats: list[CallStats],
+              app_s: float, mpi_s: float) -> dict[str, Any]:  # fmt: skip
+    site = profile.site(site_id)
+    total = CallStats(0, 0.0, 0.0, 0.0, 0, 0)
+    for s in stats:
+        total.add(s)
+    moved = total.bytes_sent + total.bytes_recv + total.bytes_written + total.bytes_read
+    callers = " < ".join(f"{f.function or '?'} {f.where()}" for f in site.frames[1:])
+    return {
+        "Site": site_id,
+        "Call": site.call.removeprefix("MPI_"),
+        "Location": site.where(),
+        "Function": site.function() + (f" < {callers}" if callers else ""),
+        "Rank": who,
+        "Count": total.count,
+        "Time msec": total.time_s * 1e3,
+        "App%": 100.0 * total.time_s / app_s if app_s > 0 else 0.0,
+        "MPI%": 100.0 * total.time_s / mpi_s if mpi_s > 0 else 0.0,
+        "COV": cov([s.time_s for s in stats]) if who == "*" else None,
+        "Max msec": total.max_s * 1e3,
+        "Mean msec": total.mean_s * 1e3,
+        "Min msec": total.min_s * 1e3,
+        "Bytes/call": moved / total.count if total.count else 0.0,
+    }
+
+
+def callsite_rows(profile: Profile, rank: int | None = None) -> list[dict[str, Any]]:
+    """One row per call site, sorted by time: over all ranks ("*": sums over the ranks that
+    made the call there, App% and MPI% of the summed application and MPI times, COV of the
+    ranks' times, as mpiP's Aggregate Time) or for one rank."""
+    ranks = [profile.rank(rank)] if rank is not None else profile.ranks
+    app_s = sum(r.total_s for r in ranks)
+    mpi_s = sum(r.mpi_s for r in ranks)
+    rows = []
+    for site in profile.callsites:
+        stats = [rp.callsites[site.id] for rp in ranks if site.id in rp.callsites]
+        if stats:
+            who = "*" if rank is None else str(rank)
+            rows.append(_site_row(profile, site.id, who, stats, app_s, mpi_s))
+    rows.sort(key=lambda r: (-r["Time msec"], r["Site"]))
+    return rows
+
+
+def callsite_rank_rows(profile: Profile) -> list[dict[str, Any]]:
+    """mpiP's Callsite Time statistics (all): every site on every rank, then its "*" row."""
+    rows = []
+    for site in profile.callsites:
+        per = [(rp, rp.callsites[site.id]) for rp in profile.ranks if site.id in rp.callsites]
+        for rp, st in per:
+            rows.append(_site_row(profile, site.id, str(rp.rank), [st], rp.total_s, rp.mpi_s))
+        app_s = sum(rp.total_s for rp in profile.ranks)
+        mpi_s = sum(rp.mpi_s for rp in profile.ranks)
+        if per:
+            rows.append(_site_row(profile, site.id, "*", [s for _, s in per], app_s, mpi_s))
     return rows
 
 

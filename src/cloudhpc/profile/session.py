@@ -37,8 +37,8 @@ from ..results.store import (
     now_utc,
     write_record,
 )
-from . import plots, report
-from .build import library_path
+from . import callsites, plots, report
+from .build import library_path, python_helper
 from .model import Profile, read_rank_dir
 from .trace import chrome_trace
 
@@ -72,15 +72,36 @@ def resolve_program(argv: list[str]) -> list[str]:
     return [found, *argv[1:]]
 
 
-def profiling_env(rank_dir: Path, trace: bool, mpi: str | None = None) -> dict[str, str]:
-    """What every rank needs to be profiled: the library built for the job's implementation."""
-    lib = str(library_path(get_implementation(mpi)))
+def is_python(program_argv: list[str] | None) -> bool:
+    """Whether the ranks run Python: cloudhpc's worker, or a .py through pyrun."""
+    return program_argv is None or program_argv[0] == sys.executable
+
+
+def profiling_env(
+    rank_dir: Path,
+    trace: bool,
+    mpi: str | None = None,
+    callsite_depth: int = 1,
+    python: bool = False,
+) -> dict[str, str]:
+    """What every rank needs to be profiled: the library built for the job's implementation
+    (installed first if it is not yet: its mpicc builds the library), and for Python ranks the
+    helper that gives it their Python frames."""
+    impl = get_implementation(mpi)
+    impl.ensure_installed()
+    lib = str(library_path(impl))
     preload = os.environ.get("LD_PRELOAD")
-    return {
+    env = {
         "LD_PRELOAD": f"{lib}:{preload}" if preload else lib,
         "CLOUDHPC_PROFILE_DIR": str(rank_dir),
         "CLOUDHPC_PROFILE_TRACE": "1" if trace else "0",
+        "CLOUDHPC_PROFILE_CALLSITE_DEPTH": str(callsite_depth),
     }
+    if python and callsite_depth > 0:
+        helper, _ = python_helper()
+        if helper is not None:
+            env["CLOUDHPC_PROFILE_PYSITE"] = str(helper)
+    return env
 
 
 def _rank_no_room(outcome: Outcome) -> OSError | None:
@@ -94,8 +115,9 @@ def _rank_no_room(outcome: Outcome) -> OSError | None:
     return None
 
 
-def dry_run_plan(job: Job, program_argv: list[str] | None, trace: bool):
-    env = profiling_env(Path(job.results_dir) / "<record id>.files" / "ranks", trace, job.mpi)
+def dry_run_plan(job: Job, program_argv: list[str] | None, trace: bool, callsite_depth: int = 1):
+    ranks = Path(job.results_dir) / "<record id>.files" / "ranks"
+    env = profiling_env(ranks, trace, job.mpi, callsite_depth, is_python(program_argv))
     with provisioned(job, dry_run=True) as ready:
         return plan_job(ready, program_argv, env, preflight=False)
 
@@ -109,8 +131,10 @@ def run_profiled(
     record_app: str = "profile",
     record_params: dict[str, Any] | None = None,
     top: int = 8,
+    callsite_depth: int = 1,
 ) -> ProfiledRun:
-    """Run `program_argv` (or, when None, the worker running job.app) under the profiler."""
+    """Run `program_argv` (or, when None, the worker running job.app) under the profiler; with
+    `callsite_depth` > 0 each call's site (that many frames) is recorded and resolved after."""
     results = check_writable(job.results_dir)
     # absolute: ranks started over ssh or srun may not share this process's working directory
     try:
@@ -121,7 +145,7 @@ def run_profiled(
         os.chmod(staging, dir_mode())  # mkdtemp's 0700 would stay on the kept <id>.files
         rank_dir = staging / "ranks"
         rank_dir.mkdir()
-        env = profiling_env(rank_dir, trace, job.mpi)
+        env = profiling_env(rank_dir, trace, job.mpi, callsite_depth, is_python(program_argv))
         started = now_utc()
         record_id = new_id(record_app, started)
         # program_argv None: the launcher starts its normal worker running job.app
@@ -131,6 +155,7 @@ def run_profiled(
         if outcome.error and outcome.error.get("kind") in ("usage", "environment"):
             raise_for_failure(outcome)  # a bad app parameter, a full disk: one line, no profile
         profile = read_rank_dir(rank_dir, job.nprocs)
+        callsites.resolve(profile)  # return addresses -> file:line, off the job's time
         if len(profile.ranks) < job.nprocs and (
             e := room_error(rank_dir) or _rank_no_room(outcome)
         ):
@@ -138,7 +163,11 @@ def run_profiled(
         if not profile.ranks:
             shutil.rmtree(staging, ignore_errors=True)
             return ProfiledRun(outcome, None)
+        if is_python(program_argv) and callsite_depth > 0 and (why := python_helper()[1]):
+            problems = profile.meta.setdefault("callsite_problems", [])
+            problems.append(f"Python call sites are addresses in mpi4py: {why}")
         profile.meta = {
+            **profile.meta,
             "program": program_argv,
             "app": job.app if program_argv is None else None,
             "env": job.env,
@@ -187,6 +216,9 @@ def export(profile: Profile, directory: Path, *, trace: bool, top: int) -> list[
         rows += [{"Rank": rp.rank, **r} for r in report.pprof_rows(profile, rp.rank)]
     outputs.append(report.write_csv(rows, directory / "pprof.csv"))
     outputs.append(report.write_csv(report.mpip_rows(profile), directory / "tasks.csv"))
+    if profile.callsites:
+        sites = report.callsite_rank_rows(profile)
+        outputs.append(report.write_csv(sites, directory / "callsites.csv"))
     outputs += plots.time_distribution(profile, directory / "time_distribution", top=top)
     outputs += plots.matrix_heatmap(profile, directory / "comm_matrix")
     if trace:

@@ -248,9 +248,13 @@ def filter_records(
     app: str | None = None,
     env: str | None = None,
     since: dt.datetime | None = None,
+    mpi: str | None = None,
 ) -> list[dict[str, Any]]:
     out = []
     for r in records:
+        # records from before --mpi existed ran the mpich wheel
+        if mpi and ((r.get("mpi") or {}).get("name") or "mpich") != mpi:
+            continue
         if app and not (r["app"] == app or r["app"].startswith(app + ".")):
             continue
         if env and (r.get("env") or {}).get("name") != env:

@@ -1,0 +1,132 @@
+"""Intel MPI 2021.18 from the `impi-rt` and `impi-devel` wheels, in a prefix of its own.
+
+Pinned to 2021.18.1: 2021.19 needs a libfabric that PyPI lacks. Intel MPI is MPICH-derived: the
+MPICH ABI (libmpi.so.12, so mpi4py loads it with its MPICH build) and its own Hydra.
+
+- mpi4py loads it by path (MPI4PY_LIBMPI); the library dlopens its libfabric (2.4, in PREFIX/lib
+  with its providers) by name, so ranks get LD_LIBRARY_PATH and FI_PROVIDER_PATH; I_MPI_ROOT lets
+  its compiler wrappers (shell scripts written for a prefix named at install time) and its
+  tuning files be found.
+- Transports: I_MPI_FABRICS=shm on one host (native), shm:ofi across hosts, ofi alone for vm-net
+  (no shared memory at all), with libfabric's TCP provider on the given interface.
+- Hydra pins rank i to core i unless I_MPI_PIN=0 (concurrent jobs would share cores): pinned
+  only with --layout (a domain of T cores per rank), never oversubscribed.
+- Across hosts: `-bootstrap ssh`, or the emulated cluster's hook (`-bootstrap-exec`), with
+  `-iface` naming the network its proxies call back on (Intel's Hydra ignores `-localhost`).
+  `-hosts a:2,b:1` ignores the counts, so a placement that is not the same number of ranks on
+  distinct hosts is written as MPMD segments (`-host h -n k ARGV : ...`), which keep rank order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..job import Job
+from .base import PypiImplementation, Reach, Transport, fill
+
+PLACEHOLDER = "I_MPI_SUBSTITUTE_INSTALLDIR"
+HYDRA_NOISE = ("=====", "BAD TERMINATION", "PID ", "RUNNING AT ", "EXIT CODE", "CLEANING UP")
+
+
+class IntelMpi(PypiImplementation):
+    name = "intelmpi"
+    title = "Intel MPI"
+    pinned = "2021.18.1"
+    packages = ("impi-rt==2021.18.1", "impi-devel==2021.18.1")
+    noise_prefixes = HYDRA_NOISE
+    stdout_noise = ("=====", "=   BAD TERMINATION", "=   RANK ", "=   KILLED BY", "=   EXIT")
+    srun_mpi = "pmi2"
+
+    def library(self, prefix: Path | None = None) -> Path:
+        return (prefix or self.prefix()) / "lib" / "libmpi.so.12"
+
+    def runtime_variables(self, prefix: Path | None = None) -> dict[str, str]:
+        prefix = prefix or self.prefix()
+        lib = str(prefix / "lib")
+        inherited = os.environ.get("LD_LIBRARY_PATH")
+        return {
+            "MPI4PY_LIBMPI": str(self.library(prefix)),
+            "I_MPI_ROOT": str(prefix),
+            "LD_LIBRARY_PATH": f"{lib}:{inherited}" if inherited else lib,
+            "FI_PROVIDER_PATH": lib,
+        }
+
+    def post_install(self, staged: Path, prefix: Path) -> None:
+        # Its compiler wrappers are shell scripts whose prefix an installer substitutes (conda
+        # does; pip does not): fill it in, so PREFIX/bin/mpicc works without I_MPI_ROOT (as
+        # build scripts such as IMB's call it).
+        for script in (staged / "bin").iterdir():
+            try:
+                text = script.read_text()
+            except (UnicodeDecodeError, OSError):
+                continue  # a binary
+            if PLACEHOLDER in text:
+                script.write_text(text.replace(PLACEHOLDER, str(prefix)))
+
+    def compiler_variables(self) -> dict[str, str]:
+        return {"I_MPI_ROOT": str(self.prefix())}
+
+    def compiler_identity(self) -> str:
+        return f"{self.title} {self.pinned} {self.prefix()}"
+
+    def transport_variables(self, transport: Transport) -> dict[str, str]:
+        if transport.shared_memory and not transport.spans_hosts:
+            return {"I_MPI_FABRICS": "shm"}
+        v = {"I_MPI_FABRICS": "shm:ofi" if transport.shared_memory else "ofi"}
+        if not transport.shared_memory or transport.iface:
+            v["FI_PROVIDER"] = "tcp"
+        if transport.iface:
+            v["FI_TCP_IFACE"] = transport.iface
+        return v
+
+    def env_args(self, env: dict[str, str]) -> list[str]:
+        args: list[str] = []
+        for key, value in sorted(env.items()):
+            args += ["-genv", key, value]
+        return args
+
+    def binding_args(self, job: Job) -> list[str]:
+        if job.oversubscribe or not job.layout_given:
+            return ["-genv", "I_MPI_PIN", "0"]
+        return ["-genv", "I_MPI_PIN", "1", "-genv", "I_MPI_PIN_DOMAIN", str(job.layout.threads)]
+
+    def local_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
+        return [
+            self.tool("mpiexec"),
+            "-n",
+            str(job.nprocs),
+            *self.binding_args(job),
+            *self.env_args(env),
+            *rank_argv,
+        ]
+
+    def hosts_command(
+        self,
+        job: Job,
+        hosts: Sequence[tuple[str, int]],
+        env: dict[str, str],
+        rank_argv: list[str],
+        reach: Reach,
+    ) -> list[str]:
+        reach_args = ["-bootstrap", "ssh"]
+        if reach.agent:
+            reach_args += ["-bootstrap-exec", reach.agent]
+        if reach.iface:
+            reach_args += ["-iface", reach.iface]
+        head = [
+            self.tool("mpiexec"),
+            *reach_args,
+            *self.binding_args(job),
+            *self.env_args(env),
+        ]
+        names = [h for h, _ in hosts]
+        if len(set(names)) == len(names) and len({n for _, n in hosts}) == 1:
+            per_host = str(hosts[0][1])
+            spec = ",".join(names)
+            return [*head, "-hosts", spec, "-ppn", per_host, "-n", str(job.nprocs), *rank_argv]
+        segments: list[str] = []
+        for i, (h, n) in enumerate(fill(hosts, job.nprocs)):
+            segments += ([":"] if i else []) + ["-host", h, "-n", str(n), *rank_argv]
+        return [*head, *segments]
