@@ -44,6 +44,8 @@ class RunContext:
         self._last_progress = 0.0
         self.engine: Any = None  # a driver engine the worker started for this job (ray), or None
         self.remote = False  # a copy inside a driver engine's worker process (see __setstate__)
+        self.check_s = 0.0  # this rank's seconds in `checking` (the record's check_s)
+        self.checked_against: str | None = None
 
     # A model's task closure may hold the context (to time phases inside the task). On a driver
     # engine it travels to the workers: the copy has no communicator or engine, times into this
@@ -70,6 +72,20 @@ class RunContext:
             yield
         finally:
             self.phases[name] += time.perf_counter() - t0
+
+    @contextmanager
+    def checking(self, reference: str) -> Iterator[None]:
+        """The --check block: the answer compared with `reference` (named to the user while it
+        runs, e.g. "NumPy Lloyd"). Timed as the record's `check_s`, which `total_s` does not
+        include: a check is not the work being measured, and can take longer than the run."""
+        self.checked_against = reference
+        if self.rank == 0 and not self.remote:
+            self._control({"status": f"checking against {reference}..."})
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.check_s += time.perf_counter() - t0
 
     def progress(self, done: int, total: int, label: str = "") -> None:
         """Advance the parent's progress bar (rank 0 only; rate-limited to 10 updates a second)."""

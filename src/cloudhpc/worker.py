@@ -4,6 +4,8 @@ Initialises MPI, runs the job's app between two barriers (the timed region of re
 phase's maximum over ranks, and has rank 0 send the result to the parent as a control line. Any
 rank that fails reports why on a control line and aborts the whole job, so nothing hangs.
 
+An app's --check (`ctx.checking`) is timed apart as `check_s`, outside `total_s`.
+
 The job's module is imported before the timed region (phase `job_import`: numpy, numba, mpi4py's
 extras, the app's modules; not in `total_s`, as Python's own start is not). A driver engine (ray)
 is started here before the timed region too (its start-up is reported as the
@@ -144,12 +146,18 @@ def run(job: Job) -> None:
     # Start-up phases are outside total_s; every rank has its own (maximum, as for phases).
     for name in sorted(set().union(*comm.allgather(list(startup)))):
         phases[name] = comm.allreduce(startup.get(name, 0.0), op=MPI.MAX)
-    total_max = comm.allreduce(total, op=MPI.MAX)
+    # --check ran inside the timed region (on rank 0 while the others waited at the closing
+    # barrier): it is reported as check_s and taken out of total_s.
+    check_s = comm.allreduce(ctx.check_s, op=MPI.MAX)
+    total_max = comm.allreduce(total, op=MPI.MAX) - check_s
     nodes = comm.gather(MPI.Get_processor_name(), root=0)
     if rank == 0:
+        timings = {"total_s": total_max, "phases": phases}
+        if ctx.checked_against is not None:
+            timings["check_s"] = check_s
         result = {
             "body": body or {},
-            "timings": {"total_s": total_max, "phases": phases},
+            "timings": timings,
             "mpi": {
                 "library": MPI.Get_library_version().replace("\x00", "").strip().splitlines()[0],
                 "standard": "{}.{}".format(*MPI.Get_version()),
@@ -158,6 +166,7 @@ def run(job: Job) -> None:
             "nodes": sorted(set(nodes)),
             "nprocs": comm.Get_size(),
             "engine_info": engine_info,
+            "checked_against": ctx.checked_against,
         }
         _control({"result": result})
 

@@ -259,6 +259,7 @@ def execute(
         mpi={**plan.mpi_info, **(res.get("mpi") or {})},
         nodes=res.get("nodes"),
         engine_info=res.get("engine_info"),
+        checked_against=res.get("checked_against"),
     )
     code = int(exit_code(record)) if exit_code is not None else 0
     record["status"] = "ok" if code == 0 else "failed"
@@ -282,8 +283,16 @@ def record_failure(job: Job, started, launch: dict, error: str) -> Path | None:
 
 
 def record_footer(record: dict) -> None:
-    """The closing line of a run on the terminal: where its record went."""
+    """The closing lines of a run on the terminal: its check, and where its record went."""
+    from rich.markup import escape
+
     if record.get("verified") is not None:
         ok = "[green]verified[/]" if record["verified"] else "[red]verification FAILED[/]"
-        err.print(ok)
+        against = record.get("checked_against")
+        check_s = (record.get("timings") or {}).get("check_s")
+        if against:  # the check's own phase, after the run's table (not in total_s)
+            ok += f" against {escape(against)}"
+        if isinstance(check_s, (int, float)):
+            ok += f" (check {check_s:.3f}s, not in total)"
+        err.print(ok, highlight=False)
     err.print(f"record: {os.path.relpath(record['_path'])}", highlight=False)

@@ -74,6 +74,14 @@ class ProgressMonitor(Monitor):
             self._task = self._progress.add_task(self.title, total=total, label=label)
         self._progress.update(self._task, completed=done, total=total, label=label)
 
+    def status(self, text: str) -> None:
+        if not sys.stderr.isatty():
+            return
+        if self._progress is not None:  # the bar's label: it no longer stands at N/N silently
+            self._progress.update(self._task, label=text)
+        else:
+            err.print(text, highlight=False, markup=False)
+
     def say(self, text: str) -> None:
         (err if self.quiet_stdout else out).print(text, highlight=False, markup=False)
 

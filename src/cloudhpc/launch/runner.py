@@ -50,6 +50,10 @@ class Monitor:
     def say(self, text: str) -> None:
         print(text, file=sys.stderr)
 
+    def status(self, text: str) -> None:
+        """What the job is doing now, when a progress bar would otherwise stand still (the
+        --check after the last iteration): for a terminal, not a log."""
+
     def output(self, line: str) -> None:
         print(line, file=sys.stderr)
 
@@ -276,6 +280,8 @@ def _dispatch(msg: dict[str, Any], outcome: Outcome, monitor: Monitor) -> None:
         monitor.progress(*msg["progress"])
     elif "say" in msg:
         monitor.say(msg["say"])
+    elif "status" in msg:
+        monitor.status(msg["status"])
     elif "result" in msg:
         outcome.result = msg["result"]
     elif "error" in msg and outcome.error is None:

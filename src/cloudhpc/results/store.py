@@ -47,6 +47,7 @@ def make_record(
     mpi: dict[str, Any] | None = None,
     nodes: list[str] | None = None,
     engine_info: dict[str, Any] | None = None,
+    checked_against: str | None = None,
 ) -> dict[str, Any]:
     """A complete record: provenance from the job and this host, results from the app's body."""
     started = started or now_utc()
@@ -83,6 +84,8 @@ def make_record(
         "timings": timings or {},
         "metrics": body.get("metrics", {}),
         "verified": body.get("verified"),
+        # --check's reference (None without --check); its time is timings.check_s
+        "checked_against": checked_against,
         "rows": body.get("rows", []),
         "outputs": body.get("outputs", []),
         "report": body.get("report"),

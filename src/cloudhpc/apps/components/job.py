@@ -33,6 +33,7 @@ APP = GraphApp(
     validate=validate,
     program=lambda params, n: HashMin(),
     reference=reference,
+    checked_against="scipy.sparse.csgraph.connected_components",
     compare=_compare,
     undirected_only=True,
     summary=_summary,

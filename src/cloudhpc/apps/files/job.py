@@ -77,7 +77,7 @@ def main(ctx: RunContext) -> dict:
 
     verified = None
     if p.get("check"):
-        with ctx.phase("check"):
+        with ctx.checking("the outputs re-read from disk"):
             verified = check_outputs(inputs, out_dir)
 
     busy = [0.0] * ctx.job.nprocs  # per worker: the ranks, or a driver engine's workers

@@ -39,6 +39,7 @@ class GraphApp:
     check_graph: Callable[[Any, dict[str, Any], int, np.ndarray | None], None] | None = None
     summary: Callable[[np.ndarray, BSPResult, dict[str, Any]], tuple[dict, str]] | None = None
     kernels: tuple = ()  # the app's numba kernels (loaded from numba's cache in warm_up)
+    checked_against: str = "the app's reference"  # what --check compares with (named to the user)
 
 
 def graph_main(app: GraphApp) -> Callable[[Any], dict[str, Any]]:
@@ -200,7 +201,7 @@ def run_graph_app(ctx, app: GraphApp) -> dict[str, Any]:
             outputs.append(write_values(params["out"], values))
     verified, check_metrics = None, {}
     if ctx.is_root and params.get("check"):
-        with ctx.phase("check"):
+        with ctx.checking(app.checked_against):
             s, d, ww = whole_graph(params, app.weighted)
             ref = app.reference(s, d, ww, n, {**params, "directed": directed})
             verified, check_metrics = app.compare(values, ref)

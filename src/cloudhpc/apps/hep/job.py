@@ -106,7 +106,7 @@ def main(ctx: RunContext) -> dict:
 
     verified = None
     if p.get("check"):
-        with ctx.phase("check"):
+        with ctx.checking("numpy.histogram over every event"):
             verified = bool(np.array_equal(counts, reference(inputs, tree, branches, edges)))
 
     in_range = int(counts.sum())

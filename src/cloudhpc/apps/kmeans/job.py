@@ -47,7 +47,7 @@ def main(ctx) -> dict[str, Any]:
 
     verified, max_rel_err = None, None
     if ctx.is_root and params.get("check"):
-        with ctx.phase("check"):
+        with ctx.checking("serial NumPy Lloyd"):
             ref, ref_done = lloyd_reference(load_all_points(params), centers0, iterations, tol)
             max_rel_err = float(np.abs(centers - ref).max() / max(np.abs(ref).max(), 1e-300))
             verified = bool(ref_done == done and max_rel_err <= RTOL)

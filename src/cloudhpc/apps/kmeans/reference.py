@@ -32,25 +32,52 @@ def lloyd_reference(
     """Serial Lloyd in plain NumPy, written independently of the numba kernel.
 
     Returns (centers, iterations run). Same conventions as the apps: nearest center by squared
-    distance (ties to the lower index), an empty cluster keeps its center, stop early when tol > 0
-    and no center moved more than tol.
+    distance summed over the dimensions in order (ties to the lower index), an empty cluster keeps
+    its center, stop early when tol > 0 and no center moved more than tol.
+
+    Vectorised over the points: the points are held one column per dimension, and each block of
+    them (small enough to stay in the cache) is compared with one center at a time: k * d
+    whole-block operations and one argmin per block, no (n, k, d) temporary.
     """
+    columns = np.ascontiguousarray(np.asarray(points, dtype=np.float64).T)  # (d, n)
+    d, n = columns.shape
     c = np.array(centers, dtype=np.float64)
     k = len(c)
+    labels = np.empty(n, dtype=np.intp)
     done = 0
     for _ in range(iterations):
-        labels = np.empty(len(points), dtype=np.intp)
-        for lo in range(0, len(points), 65536):  # bounded temporaries
-            block = points[lo : lo + 65536]
-            labels[lo : lo + 65536] = ((block[:, None, :] - c[None, :, :]) ** 2).sum(-1).argmin(1)
+        for lo in range(0, n, _BLOCK):
+            _assign(columns[:, lo : lo + _BLOCK], c, labels[lo : lo + _BLOCK])
         counts = np.bincount(labels, minlength=k)
         new = c.copy()
-        for t in range(points.shape[1]):
-            sums = np.bincount(labels, weights=points[:, t], minlength=k)
-            new[counts > 0, t] = sums[counts > 0] / counts[counts > 0]
+        filled = counts > 0
+        for t in range(d):
+            sums = np.bincount(labels, weights=columns[t], minlength=k)
+            new[filled, t] = sums[filled] / counts[filled]
         shift = np.sqrt(((new - c) ** 2).sum(axis=1)).max()
         c = new
         done += 1
         if tol > 0 and shift <= tol:
             break
     return c, done
+
+
+_BLOCK = 8192  # points per block: its (points, k) distances stay in a core's cache
+
+
+def _assign(block: np.ndarray, centers: np.ndarray, labels: np.ndarray) -> None:
+    """labels[i] = the nearest center to point i of `block` (d, m); ties to the lower index
+    (argmin's first minimum)."""
+    m = block.shape[1]
+    distances = np.empty((m, len(centers)))
+    dist = np.empty(m)
+    diff = np.empty(m)
+    for j, center in enumerate(centers):
+        np.subtract(block[0], center[0], out=dist)
+        np.multiply(dist, dist, out=dist)
+        for t in range(1, len(center)):
+            np.subtract(block[t], center[t], out=diff)
+            np.multiply(diff, diff, out=diff)
+            np.add(dist, diff, out=dist)
+        distances[:, j] = dist
+    np.argmin(distances, axis=1, out=labels)

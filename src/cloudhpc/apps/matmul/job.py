@@ -36,7 +36,7 @@ def main(ctx) -> dict[str, Any]:
     verified = None
     max_rel_err = None
     if ctx.is_root and params.get("check"):
-        with ctx.phase("check"):
+        with ctx.checking("numpy.matmul"):
             ref = np.matmul(a.full(), b.full())
             max_rel_err = float(np.abs(c - ref).max() / max(np.abs(ref).max(), 1e-300))
             verified = bool(max_rel_err <= RTOL)

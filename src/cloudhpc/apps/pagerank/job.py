@@ -49,6 +49,7 @@ APP = GraphApp(
     validate=validate,
     program=_program,
     reference=reference,
+    checked_against="scipy.sparse power iteration",
     compare=_compare,
     expected_supersteps=lambda p: int(p.get("iterations", 100)) + 1,
     summary=_summary,

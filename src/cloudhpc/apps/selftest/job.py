@@ -31,4 +31,10 @@ def main(ctx: RunContext) -> dict:
     ctx.comm.Barrier()
     for i in range(3):
         ctx.progress(i + 1, 3, "selftest")
+    if mode == "check":  # seconds of work, then seconds of --check on rank 0 (check_s)
+        with ctx.phase("compute"):
+            time.sleep(float(ctx.params.get("work_s", 0.0)))
+        if ctx.is_root:
+            with ctx.checking("a clock"):
+                time.sleep(float(ctx.params.get("check_s", 0.0)))
     return {"metrics": {"sum": float(total[0]), "size": ctx.size}, "verified": True}

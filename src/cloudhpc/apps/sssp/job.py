@@ -48,6 +48,7 @@ APP = GraphApp(
     validate=validate,
     program=lambda params, n: ShortestPaths(int(params.get("source", 0))),
     reference=reference,
+    checked_against="scipy.sparse.csgraph.dijkstra",
     compare=_compare,
     weighted=True,
     check_graph=_check_graph,
