@@ -307,3 +307,64 @@ def test_a_block_failing_every_attempt_fails_the_run_without_output(tmp_path, re
     assert_one_line_error(r, "block(s) failed", "injected failure")
     assert [p for p in os.listdir(tmp_path) if p != "results"] == []
     assert not results.exists() or not list(results.rglob("*.json"))
+
+
+def _family_gap(d: np.ndarray, families: int) -> tuple[float, float]:
+    """(largest within-family distance, smallest between-family distance); record k of the
+    generated data is in family k % families."""
+    fam = np.arange(len(d)) % families
+    same = fam[:, None] == fam[None, :]
+    return float(d[same & ~np.eye(len(d), dtype=bool)].max()), float(d[~same].min())
+
+
+def test_default_distance_separates_unrelated_families(tmp_path, results):
+    # 6 families whose ancestors are random (divergence 1): unrelated sequences share only short
+    # exact matches, which a local alignment scores at identity 1 over its own length
+    gen = ["--generate", "48", "--families", "6", "--divergence", "1", "--seed", "3"]
+    record, d = swg_with(tmp_path, results, "over-shorter", *gen, "-n", "2", "--check")
+    within, between = _family_gap(d, 6)
+    assert within < 0.25 < 0.6 < between  # members are 8% from their ancestor
+    assert record["extra"]["identity_over"] == "shorter" and record["verified"] is True
+    m = record["metrics"]
+    # Biopython's identity, over the shorter sequence too, agrees with the kernel's (except where
+    # a co-optimal alignment with other matches was reported)
+    assert m["identity_agree"] >= 0.8 * m["identity_compared"] > 0
+    assert m["identity_max_abs_diff"] < 0.05
+    assert "identity over the shorter sequence" in record["report"]
+    # the alignment-length variant puts some unrelated pairs at distance 0
+    record, d = swg_with(tmp_path, results, "over-aln", *gen, "--identity-over", "alignment")
+    assert record["extra"]["identity_over"] == "alignment"
+    within_aln, between_aln = _family_gap(d, 6)
+    assert between_aln == 0.0 < within_aln
+
+
+@pytest.mark.parametrize("over", ["shorter", "longer", "mean", "alignment"])
+def test_identity_over_each_length_on_related_families(tmp_path, results, over):
+    record, d = swg_with(
+        tmp_path, results, over, "--generate", "40", "--families", "5", "--identity-over", over
+    )
+    within, between = _family_gap(d, 5)
+    assert within < between
+    assert record["extra"]["identity_over"] == over
+
+
+def test_identity_over_values_follow_their_definitions():
+    from cloudhpc.apps.swg.job import measure_values
+
+    score, matches, length = np.array([40]), np.array([8]), np.array([10])
+    li, lj = np.array([20]), np.array([40])
+    want = {"alignment": 0.8, "shorter": 0.4, "longer": 0.2, "mean": 8 / 30}
+    for over, identity in want.items():
+        got = measure_values("identity", score, matches, length, over, li, lj)
+        assert got[0] == np.float32(identity), over
+        got = measure_values("distance", score, matches, length, over, li, lj)
+        assert got[0] == np.float32(1 - identity), over
+    # no local alignment at all: identity 0 whatever the denominator
+    got = measure_values("distance", score, np.array([0]), np.array([0]), "shorter", li, lj)
+    assert got[0] == 1.0
+
+
+def swg_with(tmp_path, results, name, *args):
+    out = tmp_path / f"{name}.npy"
+    record = run_json("run", "swg", *args, "--out", str(out), "--results", str(results))
+    return record, np.load(out)

@@ -24,8 +24,9 @@ DESCRIPTION = (
     "Aligns every pair i < j of a FASTA file (DNA or protein) locally with affine gaps "
     "(parasail's SIMD kernels, one query profile per row; EDNAFULL 16/4 for DNA, BLOSUM62 11/1 "
     "for protein) and "
-    "writes the symmetric N x N float32 matrix of 1 - identity (matches / alignment length), or "
-    "identity or score (--measure), as .npy with NAME.names.txt beside it, or as PHYLIP. "
+    "writes the symmetric N x N float32 matrix of 1 - identity (matches over the shorter "
+    "sequence's length by default, --identity-over), or identity or score (--measure), as .npy "
+    "with NAME.names.txt beside it, or as PHYLIP. "
     "Blocks of the triangle are handed out dynamically (--decomposition blocks, --block B) or "
     "every rank takes an equal range of pairs (--decomposition pairs); --layout TxMxN runs T "
     "threads per rank. --check recomputes a random sample of pairs with Biopython."
@@ -33,6 +34,9 @@ DESCRIPTION = (
 MAIN = "cloudhpc.apps.swg.job:main"
 ENGINES = ("mpi", "serial")
 MEASURES = ("distance", "identity", "score")
+# identity = matches / the length of: the shorter sequence (the default), the longer one, their
+# mean, or the local alignment (columns, gaps included): Raghava and Barton's PID variants
+IDENTITY_OVER = ("shorter", "alignment", "longer", "mean")
 DECOMPOSITIONS = ("blocks", "pairs")
 # the value on the diagonal (a sequence against itself); score: its self-alignment score
 DIAGONAL = {"distance": 0.0, "identity": 1.0, "score": None}
@@ -53,10 +57,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         metavar="N",
         help="instead of SEQS.fa: N ALU-like DNA sequences, families of mutated copies of one "
-        "random root (--length, --families, --seed)",
+        "random root (--length, --families, --divergence, --seed)",
     )
     g.add_argument("--length", type=int, default=300, help="--generate: root length (bp)")
     g.add_argument("--families", type=int, default=8, help="--generate: number of families")
+    g.add_argument(
+        "--divergence",
+        type=float,
+        default=0.2,
+        metavar="R",
+        help="--generate: share of each family's ancestor's positions mutated away from the "
+        "common root (1: unrelated families); members are 0.08 away from their ancestor",
+    )
     g.add_argument("--seed", type=int, default=0, help="--generate and --check's sample")
     g.add_argument("--fasta-out", metavar="FILE", help="--generate: also write the sequences")
 
@@ -88,8 +100,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--measure",
         choices=MEASURES,
         default="distance",
-        help="distance = 1 - identity (default), identity = matches / alignment length, or the "
+        help="distance = 1 - identity (default), identity (see --identity-over), or the "
         "alignment score (diagonal: 0, 1, self-alignment score)",
+    )
+    o.add_argument(
+        "--identity-over",
+        choices=IDENTITY_OVER,
+        default="shorter",
+        help="identity = identical aligned pairs / the shorter sequence's length (default: "
+        "unrelated sequences that share a short exact match stay far apart), the longer's, the "
+        "mean of both, or the local alignment's length (columns with gaps; a short exact match "
+        "then scores identity 1)",
     )
 
     d = p.add_argument_group("decomposition")
@@ -123,6 +144,7 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "generate": args.generate,
         "length": args.length,
         "families": args.families,
+        "divergence": args.divergence,
         "seed": args.seed,
         "fasta_out": os.path.abspath(args.fasta_out) if args.fasta_out else None,
         "matrix": args.matrix,
@@ -133,6 +155,7 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "out": os.path.abspath(args.out),
         "format": args.format,
         "measure": args.measure,
+        "identity_over": args.identity_over,
         "decomposition": args.decomposition,
         "block": args.block,
         "retries": args.retries,
@@ -171,6 +194,8 @@ def validate(params: dict[str, Any], nprocs: int = 1):
     Scoring); one-line CloudhpcError naming the first problem."""
     if params.get("measure", "distance") not in MEASURES:
         raise CloudhpcError(f"unknown --measure {params.get('measure')!r}")
+    if params.get("identity_over", "shorter") not in IDENTITY_OVER:
+        raise CloudhpcError(f"unknown --identity-over {params.get('identity_over')!r}")
     if params.get("decomposition", "blocks") not in DECOMPOSITIONS:
         raise CloudhpcError(f"unknown --decomposition {params.get('decomposition')!r}")
     if params.get("format", "npy") not in ("npy", "phylip"):
@@ -187,10 +212,14 @@ def validate(params: dict[str, Any], nprocs: int = 1):
         n = int(params["generate"])
         if n < 2 or int(params.get("length", 300)) < 1 or int(params.get("families", 8)) < 1:
             raise CloudhpcError("--generate needs N >= 2, --length >= 1 and --families >= 1")
+        divergence = float(params.get("divergence", 0.2))
+        if not 0 <= divergence <= 1:
+            raise CloudhpcError(f"--divergence must be between 0 and 1 (got {divergence:g})")
         records = generate(
             n,
             length=int(params["length"]),
             families=int(params["families"]),
+            divergence=divergence,
             seed=int(params.get("seed", 0)),
         )
         source, alphabet = f"--generate {n}", DNA

@@ -3,7 +3,7 @@
 Phases: `load` (read and check the sequences), `jit` (numba's loop loaded, parasail dispatched),
 `init` (the output file created and opened on every rank), `compute` (the all-pairs stage:
 alignment and the in-place writes; blocks mode also has map-only's `communicate`), `write`
-(closing the file, then renaming or converting it), `check`.
+(closing the file, then renaming or converting it); --check is timed apart (`check_s`).
 """
 
 from __future__ import annotations
@@ -37,24 +37,50 @@ from .output import MatrixFile
 from .reference import check_matrix_file, check_pairs
 from .scoring import Matrix
 
+OVER_WORDS = {
+    "shorter": "the shorter sequence",
+    "longer": "the longer sequence",
+    "mean": "the mean length",
+    "alignment": "the alignment's length",
+}
 SEED_MS_PER_PAIR = 5.0  # seed 000, 12.5.4.1: 0.0067 ms/pair on 744 cores, ~5 ms per core
 
 
 def measure_values(
-    measure: str, score: np.ndarray, matches: np.ndarray, length: np.ndarray
+    measure: str,
+    score: np.ndarray,
+    matches: np.ndarray,
+    length: np.ndarray,
+    over: str = "shorter",
+    len_i: np.ndarray | None = None,
+    len_j: np.ndarray | None = None,
 ) -> np.ndarray:
-    """The matrix entries from the kernel's outputs (float32)."""
+    """The matrix entries from the kernel's outputs (float32): score, identity = matches / the
+    length `over` says (the local alignment's, or of the two sequences, len_i and len_j,
+    broadcast against the outputs), or 1 - identity. A pair with no local alignment (length 0)
+    has identity 0."""
     if measure == "score":
         return score.astype(np.float32)
-    identity = np.where(length > 0, matches / np.maximum(length, 1), 0.0)
+    if over == "alignment":
+        denominator = length
+    elif over == "shorter":
+        denominator = np.minimum(len_i, len_j)
+    elif over == "longer":
+        denominator = np.maximum(len_i, len_j)
+    else:  # mean
+        denominator = (np.asarray(len_i, dtype=np.float64) + len_j) / 2
+    identity = np.where(length > 0, matches / np.maximum(denominator, 1), 0.0)
     return (identity if measure == "identity" else 1.0 - identity).astype(np.float32)
 
 
 class TileWork:
     """Aligns a tile, writes it and its transpose, and keeps this rank's tallies."""
 
-    def __init__(self, aligner: Aligner, out: MatrixFile, measure: str, sample: np.ndarray):
+    def __init__(
+        self, aligner: Aligner, out: MatrixFile, measure: str, over: str, sample: np.ndarray
+    ):
         self.aligner, self.out, self.measure, self.sample = aligner, out, measure, sample
+        self.over = over
         self.lengths = aligner.seqs.lengths
         self.align_s = self.write_s = 0.0
         self.pairs = self.cells = self.tiles = 0
@@ -66,7 +92,16 @@ class TileWork:
         matches = np.zeros(size, dtype=np.int32)
         length = np.zeros(size, dtype=np.int32)
         self.aligner.align(tile.segments(), score, matches, length)
-        values = measure_values(self.measure, score, matches, length).reshape(tile.rows, -1)
+        rows = self.lengths[tile.r0 : tile.r0 + tile.rows, None]
+        columns = self.lengths[None, tile.c0 : tile.c1]
+        shape = (tile.rows, tile.width)
+        values = measure_values(
+            self.measure,
+            *(a.reshape(shape) for a in (score, matches, length)),
+            self.over,
+            rows,
+            columns,
+        )
         # the sampled pairs this tile holds, for --check
         idx = pairs_in_tile(tile, self.sample)
         at = (self.sample[idx, 0] - tile.r0) * tile.width + (self.sample[idx, 1] - tile.c0)
@@ -188,7 +223,7 @@ def gather_sample(parts: list[dict], count: int) -> dict[str, np.ndarray]:
 
 
 def verify(
-    seqs: Sequences, scoring, matrix: Matrix, measure: str, sample, got, result
+    seqs: Sequences, scoring, matrix: Matrix, measure: str, over: str, sample, got, result
 ) -> dict[str, Any]:
     """Biopython's scores for the sample, the file's values at the sample (both triangles), and
     symmetry and diagonal of the whole file."""
@@ -201,9 +236,13 @@ def verify(
         got["length"] if stats else None,
         scoring,
         matrix,
+        over,
     )
-    want = measure_values(measure, got["score"], got["matches"], got["length"])
     i, j = sample[:, 0], sample[:, 1]
+    lengths = seqs.lengths
+    want = measure_values(
+        measure, got["score"], got["matches"], got["length"], over, lengths[i], lengths[j]
+    )
     upper = np.asarray(result[i, j]) if len(sample) else want
     lower = np.asarray(result[j, i]) if len(sample) else want
     report["file_mismatches"] = int((upper != want).sum() + (lower != want).sum())
@@ -221,6 +260,7 @@ def verify(
 def main(ctx: RunContext) -> dict:
     p = ctx.params
     measure = p.get("measure", "distance")
+    over = p.get("identity_over", "shorter") if measure != "score" else None
     with ctx.phase("load"):
         seqs, scoring = validate(p, ctx.size)
         matrix = Matrix(scoring)
@@ -239,7 +279,7 @@ def main(ctx: RunContext) -> dict:
     with ctx.phase("init"):
         out = MatrixFile(ctx.comm, p["out"], n, register=ctx.temporary)
     try:
-        work = TileWork(aligner, out, measure, sample)
+        work = TileWork(aligner, out, measure, over, sample)
         ctx.comm.Barrier()
         t0 = time.perf_counter()
         run = run_blocks if decomposition == "blocks" else run_pairs
@@ -256,10 +296,10 @@ def main(ctx: RunContext) -> dict:
             return {}
         verification = None
         if p.get("check"):
-            with ctx.phase("check"):
+            with ctx.checking("Biopython PairwiseAligner"):
                 got = gather_sample(sampled, len(sample))
                 verification = verify(
-                    seqs, scoring, matrix, measure, sample, got, out.open_result()
+                    seqs, scoring, matrix, measure, over, sample, got, out.open_result()
                 )
         with ctx.phase("write"):
             outputs = out.publish(p.get("format", "npy"), seqs.names, measure)
@@ -271,6 +311,7 @@ def main(ctx: RunContext) -> dict:
             out.discard()  # the other ranks' open handles do not matter: the name goes
         raise
     run = {"decomposition": decomposition, "block": block, "measure": measure, **info}
+    run["identity_over"] = over
     return summarise(ctx, seqs, scoring, aligner, run, stage_s, tallies, verification, outputs)
 
 
@@ -297,6 +338,7 @@ def summarise(
     ms_pair_core = stage_s * cores / total_pairs * 1e3
     balance = max(busy) / min(busy) if min(busy) > 0 else float("inf")
     decomposition, measure = run.pop("decomposition"), run.pop("measure")
+    over = run.pop("identity_over")
     metrics = {
         "sequences": n,
         "pairs": total_pairs,
@@ -327,7 +369,8 @@ def summarise(
     rows = [{"rank": r, **{k: t[k] for k in keep}} for r, t in enumerate(tallies)]
     lines = [
         f"{n} sequences (mean {seqs.lengths.mean():.0f} letters, {seqs.alphabet}), "
-        f"{total_pairs} pairs, {scoring.describe()}",
+        f"{total_pairs} pairs, {scoring.describe()}; {measure}"
+        + (f" (identity over {OVER_WORDS[over]})" if over else ""),
         f"{decomposition} on {ctx.size} rank(s) x {threads} thread(s): {stage_s:.3f} s, "
         f"{gcups:.2f} GCUPS ({gcups / cores:.2f} per core), {ms_pair_core:.4f} ms per pair per "
         f"core (seed 000: {SEED_MS_PER_PAIR:g} ms); busy max/min {balance:.3f}",
@@ -350,6 +393,8 @@ def summarise(
         "kernel": aligner.kernel,
         "scoring": scoring.as_dict(),
         "measure": measure,
+        # identity's denominator (distance = 1 - identity); None for --measure score
+        "identity_over": over,
         "decomposition": decomposition,
         "report": "\n".join(lines),
     }

@@ -6,8 +6,9 @@ saturation fallback are right. Where Biopython ships the same matrix (EDNAFULL a
 BLOSUM62) its own table is used, so the matrix tables are checked too; other parasail matrices are
 handed over value by value.
 
-Identity (matches / alignment length) depends on which of several co-optimal alignments a program
-reports, so it is compared with Biopython's first optimal alignment for information only
+Identity (matches over the alignment's or the sequences' length, --identity-over, defined as the
+run defines it) depends on which of several co-optimal alignments a program reports, so it is
+compared with Biopython's first optimal alignment for information only
 (`identity_agree`); scores must be equal.
 """
 
@@ -48,10 +49,11 @@ def check_pairs(
     length: np.ndarray | None,
     scoring: Scoring,
     matrix: Matrix,
+    over: str | None = "shorter",
     identity_pairs: int = 50,
 ) -> dict[str, Any]:
-    """Compare the run's score for each (i, j) in `pairs` with Biopython's; identity for the
-    first `identity_pairs` of them."""
+    """Compare the run's score for each (i, j) in `pairs` with Biopython's; identity (matches
+    over the length `over` names, as the run defines it) for the first `identity_pairs`."""
     aligner = biopython_aligner(scoring, matrix)
     bad = []
     agree = compared = 0
@@ -63,8 +65,8 @@ def check_pairs(
             bad.append((seqs.names[i], seqs.names[j], int(score[k]), float(want)))
         if matches is not None and k < identity_pairs and want > 0:
             aln = aligner.align(a, b)[0]
-            ref = aln.counts().identities / aln.length
-            ours = matches[k] / length[k] if length[k] else 0.0
+            ref = aln.counts().identities / _over(over, aln.length, len(a), len(b))
+            ours = matches[k] / _over(over, length[k], len(a), len(b)) if length[k] else 0.0
             compared += 1
             agree += abs(ref - ours) < 1e-12
             max_diff = max(max_diff, abs(ref - ours))
@@ -79,6 +81,17 @@ def check_pairs(
         a, b, ours, want = bad[0]
         out["first_mismatch"] = f"{a} vs {b}: kernel {ours}, Biopython {want:g}"
     return out
+
+
+def _over(over: str | None, alignment: int, len_a: int, len_b: int) -> float:
+    """Identity's denominator: Raghava and Barton's PID over the alignment's columns, the shorter
+    or longer sequence, or their mean length."""
+    return {
+        "alignment": alignment,
+        "shorter": min(len_a, len_b),
+        "longer": max(len_a, len_b),
+        "mean": (len_a + len_b) / 2,
+    }[over or "alignment"]
 
 
 def check_matrix_file(matrix: np.ndarray, diagonal: float | None, block: int = 1024) -> dict:
