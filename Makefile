@@ -20,7 +20,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --progress-bar on -e '.[test]'   # its progress shows: minutes on a fresh machine
 	touch $(STAMP)
 
+# `cloudhpc jit build` compiles every kernel into numba's cache first (1-3 min the first time,
+# with progress), so that no later run waits for the compiler.
 demo: $(STAMP)
+	$(BIN)/cloudhpc jit build
 	$(BIN)/cloudhpc demo
 
 deb-packages:

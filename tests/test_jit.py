@@ -142,3 +142,99 @@ def test_a_changed_callee_in_another_file_invalidates_the_callers_cache(tmp_path
     os.utime(tmp_path / "callee.py", ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
     assert _run(tmp_path, 1) == {"loaded": 0, "value": 16}  # recompiled, not the stale 11
     assert _run(tmp_path, 1) == {"loaded": 1, "value": 16}
+
+
+def test_a_cold_cache_is_said_before_compiling_and_recorded(tmp_path):
+    """An empty numba cache: the run says on one line that it compiles its kernel, and its
+    record says jit_cache cold; the next run finds it cached (warm, nothing compiled, no line)."""
+    from helpers import run_cli
+
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    args = ["run", "wave", "--points", "500", "--steps", "3", "-n", "2", "--json"]
+    args += ["--results", str(tmp_path / "results")]
+    first = run_cli(*args, env=env)
+    assert first.returncode == 0, first.stderr
+    notes = [ln for ln in first.stderr.splitlines() if "compiling" in ln]
+    assert notes == [
+        "cloudhpc: compiling 1 numba kernel (numba's cache does not hold them for this source and "
+        "CPU: the first run after installing or changing cloudhpc; `cloudhpc jit build` compiles "
+        "them all ahead); this run's times include the compilation"
+    ]
+    record = json.loads(first.stdout)
+    assert record["jit_cache"] == "cold"
+    assert record["jit"]["compiled"] == 1 and record["jit"]["compile_s"] > 0
+    second = run_cli(*args, env=env)
+    assert second.returncode == 0 and "compiling" not in second.stderr
+    record = json.loads(second.stdout)
+    assert record["jit_cache"] == "warm" and record["jit"] == {
+        "cache": "warm",
+        "compiled": 0,
+        "compile_s": 0.0,
+    }
+
+
+def test_a_run_without_numba_kernels_has_no_jit_cache(tmp_path):
+    record = run_json("run", "matmul", "--generate", "--size", "8", "--results", str(tmp_path))
+    assert record["jit_cache"] is None and record["jit"] is None
+
+
+def test_jit_build_fills_the_cache_runs_then_use(tmp_path):
+    from helpers import run_cli
+
+    env = {"NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    built = run_cli("jit", "build", "--apps", "wave", "--json", env=env)
+    assert built.returncode == 0, built.stderr
+    rows = [json.loads(line) for line in built.stdout.splitlines()]
+    assert [r["run"] for r in rows] == ["run wave --points 1000 --steps 5"]
+    assert rows[0]["compiled"] == 1
+    assert "numba's cache (NUMBA_CACHE_DIR=" in built.stderr
+    assert "every kernel is in the cache" in built.stderr
+    again = run_cli("jit", "build", "--apps", "wave", "--json", env=env)
+    assert json.loads(again.stdout)["compiled"] == 0  # cached already
+    # a run with other sizes finds the kernel cached
+    record = run_json(
+        "run", "wave", "--points", "3000", "--steps", "20", "-n", "2",
+        "--results", str(tmp_path / "results"), env=env,
+    )  # fmt: skip
+    assert record["jit_cache"] == "warm"
+
+
+def test_jit_build_refuses_an_unknown_app():
+    from helpers import assert_one_line_error, run_cli
+
+    assert_one_line_error(run_cli("jit", "build", "--apps", "wave,nosuch"), "no app 'nosuch'")
+
+
+def test_every_app_with_kernels_has_warm_up_runs():
+    """An app whose job uses cloudhpc.jit must name warm-up runs, or `jit build` (make demo)
+    leaves its kernels to its users' first run."""
+    import importlib
+
+    from cloudhpc.apps.registry import BUILTIN
+
+    with_kernels = set()
+    for name, module in BUILTIN.items():
+        package = module.rpartition(".")[0]
+        path = importlib.util.find_spec(package).submodule_search_locations[0]
+        for f in os.listdir(path):
+            if f.endswith(".py") and "cloudhpc.jit" in _imports_of(os.path.join(path, f), package):
+                with_kernels.add(name)
+    assert with_kernels >= {"assemble", "kmeans", "swg", "wave"}
+    for name in with_kernels | {"pagerank", "components", "sssp"}:
+        assert hasattr(importlib.import_module(BUILTIN[name]), "warm_up_runs"), name
+
+
+def _imports_of(path: str, package: str) -> set[str]:
+    import ast
+
+    tree = ast.parse(open(path).read())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module is not None:
+            base = package.split(".")
+            if node.level:
+                base = base[: len(base) - node.level + 1]
+                found.add(".".join([*base, node.module]))
+            else:
+                found.add(node.module)
+    return found

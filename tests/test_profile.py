@@ -324,6 +324,9 @@ def test_compare_sorted_by_absolute_difference(runs, tmp_path):
     r = run_cli("profile", "compare", str(a), str(b), "--csv", str(tmp_path / "cmp.csv"),
                 "--plot", str(tmp_path / "cmp"), "--top", "200")  # fmt: skip
     assert r.returncode == 0 and "MPI_Send" in r.stdout and "MPI_Alltoallv" in r.stdout
+    assert r.stderr.strip() == (  # what it wrote, in one line
+        f"wrote {tmp_path / 'cmp.csv'}, {tmp_path / 'cmp.png'}, {tmp_path / 'cmp.svg'}"
+    )
     assert (tmp_path / "cmp.png").read_bytes()[:4] == b"\x89PNG" and (tmp_path / "cmp.svg").exists()
     assert len(list(csv.DictReader(open(tmp_path / "cmp.csv")))) == len(rows)
 

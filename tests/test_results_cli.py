@@ -55,9 +55,8 @@ def test_results_list_filter_show_export(results):
     assert {r["id"] for r in rows} == {a["id"], b["id"]}
     assert {r["env"] for r in rows} == {"native", "vm-net"}
     out = results.parent / "out.csv"
-    assert (
-        run_cli("results", "export", "--csv", str(out), "--results", str(results)).returncode == 0
-    )
+    done = run_cli("results", "export", "--csv", str(out), "--results", str(results))
+    assert done.returncode == 0 and done.stderr.strip() == f"wrote 2 records to {out}"
     assert out.read_text() == exported
     assert_one_line_error(
         run_cli("results", "show", "zzz", "--results", str(results)), "no record 'zzz'"
@@ -79,3 +78,79 @@ def test_demo_side_by_side(results):
         ("bench.pingpong", "native"),
         ("bench.pingpong", "vm-net"),
     ]
+
+
+def _record(results, rid: str, **fields) -> None:
+    record = {"id": rid, "app": "wave", "started_at": "2026-11-26T08:00:00+00:00", "nprocs": 2}
+    record.update(fields)
+    results.mkdir(exist_ok=True)
+    (results / f"{rid}.json").write_text(json.dumps(record))
+
+
+def test_results_list_shows_npb_kernel_engine_mpi_and_where(results):
+    mpich = {"library": "MPICH Version:      4.3.0", "standard": "4.1"}
+    _record(
+        results,
+        "r1",
+        app="npb",
+        extra={"kernel": "cg", "class": "A"},
+        engine="mpi",
+        mpi=mpich,
+        env={"name": "native"},
+        launcher="local",
+    )
+    cluster = {"name": "demo", "ephemeral": False, "hosts": [{"name": f"h{i}"} for i in range(3)]}
+    _record(
+        results, "r2", engine="mpi", mpi=mpich, env={"name": "native"}, launcher="cluster",
+        cluster=cluster,
+    )  # fmt: skip
+    # a record from an MPI that says its name and version (issue 21's records)
+    _record(
+        results, "r3", engine="ray", mpi={"name": "openmpi", "version": "5.0.6"},
+        env={"name": "vm-net"}, launcher="hosts", nodes=["n1", "n2"],
+    )  # fmt: skip
+    _record(results, "r4", mpi={"library": "Open MPI v5.0.6, package: Open MPI"})
+    out = run_cli("results", "list", "--results", str(results)).stdout
+    rows = {}
+    for line in out.splitlines():
+        cells = [c.strip() for c in line.strip("│┃ ").split("│")]
+        if cells and cells[0] in ("r1", "r2", "r3", "r4"):
+            rows[cells[0]] = cells
+    head = [c.strip() for c in next(ln for ln in out.splitlines() if "┃ id" in ln).split("┃")[1:-1]]
+    assert head == [
+        "id", "started", "app", "engine", "mpi", "env", "where", "P", "total_s", "verified",
+        "status",
+    ]  # fmt: skip
+    col = {name: i for i, name in enumerate(head)}
+    assert rows["r1"][col["app"]] == "npb cg A" and rows["r1"][col["engine"]] == "mpi"
+    assert rows["r1"][col["mpi"]] == "mpich 4.3.0" and rows["r1"][col["where"]] == "this machine"
+    assert rows["r2"][col["env"]] == "native"
+    assert rows["r2"][col["where"]] == "cluster demo (3 hosts)"
+    assert rows["r3"][col["mpi"]] == "openmpi 5.0.6" and rows["r3"][col["where"]] == "hosts: n1, n2"
+    assert rows["r4"][col["mpi"]] == "openmpi 5.0.6"
+    assert "4 records in" in out
+
+
+def test_oversubscribed_ranks_get_one_warning(results):
+    import os
+
+    cores = os.cpu_count() or 1
+    args = ["run", "wave", "--points", "200", "--steps", "2", "--results", str(results)]
+    r = run_cli(*args, "-n", str(cores + 2), "--oversubscribe")
+    assert r.returncode == 0, r.stderr
+    warnings = [ln for ln in r.stderr.splitlines() if ln.startswith("cloudhpc: warning")]
+    assert warnings == [
+        f"cloudhpc: warning: {cores + 2} ranks on {cores} cores: oversubscribed, so ranks take "
+        "turns on them and the times measured include the waiting"
+    ]
+    r = run_cli(*args, "-n", "1")
+    assert r.returncode == 0 and "warning" not in r.stderr
+
+
+def test_bench_bw_says_a_repetition_is_a_window(results):
+    r = run_cli("bench", "bw", "-n", "2", "--sizes", "8", "--iters", "3", "--results", str(results))
+    assert r.returncode == 0, r.stderr
+    assert (
+        "each repetition is a window of 64 nonblocking sends in flight (osu_bw): "
+        "messages = repetitions x 64, t_usec is per message" in r.stderr
+    )

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import time
 import types
 from collections.abc import Callable
 from typing import Any
@@ -165,6 +166,7 @@ def load(*kernels: Any) -> int:
         elif isinstance(k, Dispatcher):
             dispatchers.append(k)
     loaded = 0
+    uncached = []
     with global_compiler_lock:
         for dispatcher in dispatchers:
             if id(dispatcher) in _READ:
@@ -172,13 +174,63 @@ def load(*kernels: Any) -> int:
             _READ.add(id(dispatcher))  # dispatchers live as long as their module
             track_callees(dispatcher)
             try:
-                loaded += _load_cached(dispatcher, rtsys)
+                count = _load_cached(dispatcher, rtsys)
             except Exception:  # numba internals changed, or a damaged cache: numba's own way
                 continue
+            loaded += count
+            if count == 0 and getattr(getattr(dispatcher, "_cache", None), "_cache_file", None):
+                uncached.append(dispatcher)
+    if uncached and _ON_UNCACHED is not None:
+        _ON_UNCACHED(len(uncached), len(dispatchers))
     return loaded
 
 
 _READ: set[int] = set()
+_ON_UNCACHED: Callable[[int, int], None] | None = None
+
+
+def on_uncached(callback: Callable[[int, int], None] | None) -> None:
+    """Have `load` call callback(uncached, asked) when some of the kernels it was asked to load
+    have no machine code in numba's cache for this source and CPU: their first calls will
+    compile (seconds each). The worker tells the user so before it happens."""
+    global _ON_UNCACHED
+    _ON_UNCACHED = callback
+
+
+class CompileWatch:
+    """Counts numba's compilations in this process from its install on (numba's
+    "numba:compile" event, sent only when a kernel is compiled, not when it is loaded from the
+    cache): how many kernels (and the kernels they call) were compiled, and the seconds spent
+    in the outermost compilations."""
+
+    def __init__(self) -> None:
+        from numba.core import event
+
+        self.compiled = 0
+        self.seconds = 0.0
+        self._depth = 0
+        self._t0 = 0.0
+        watch = self
+
+        class _Listener(event.Listener):
+            def on_start(self, ev) -> None:
+                watch.compiled += 1
+                watch._depth += 1
+                if watch._depth == 1:
+                    watch._t0 = time.perf_counter()
+
+            def on_end(self, ev) -> None:
+                watch._depth -= 1
+                if watch._depth == 0:
+                    watch.seconds += time.perf_counter() - watch._t0
+
+        self._listener = _Listener()
+        event.register("numba:compile", self._listener)
+
+    def close(self) -> None:
+        from numba.core import event
+
+        event.unregister("numba:compile", self._listener)
 
 
 def load_packages(*packages: str) -> int:

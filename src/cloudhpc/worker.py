@@ -86,6 +86,46 @@ def _stop_engine(ctx: RunContext) -> None:
         print(f"cloudhpc: warning: stopping engine {ctx.job.engine}: {e}", file=sys.stderr)
 
 
+def _watch_compiles(ctx: RunContext):
+    """When the job uses cloudhpc's numba kernels: count what numba compiles during the run
+    (jit.CompileWatch), and have rank 0 say so, before it happens, when kernels are not in
+    numba's cache."""
+    jit = sys.modules.get("cloudhpc.jit")
+    if jit is None:
+        return None
+    if ctx.rank == 0:
+
+        def tell(uncached: int, asked: int) -> None:
+            what = f"{uncached} of {asked}" if uncached < asked else str(uncached)
+            what += " numba kernel" + ("s" if asked > 1 else "")
+            _control(
+                {
+                    "note": f"compiling {what} (numba's cache does not hold them for this source "
+                    "and CPU: the first run after installing or changing cloudhpc; `cloudhpc jit "
+                    "build` compiles them all ahead); this run's times include the compilation"
+                }
+            )
+
+        jit.on_uncached(tell)
+    return jit.CompileWatch()
+
+
+def _jit_info(comm, watch) -> dict | None:
+    """{"cache": "cold" when any rank compiled a kernel else "warm", "compiled": kernels
+    compiled (most on any rank), "compile_s"}; None when no rank watched (no numba kernels, or a
+    driver engine, whose workers compile out of sight)."""
+    from mpi4py import MPI
+
+    mine = (watch.compiled, watch.seconds) if watch is not None else (-1, 0.0)
+    compiled = comm.allreduce(mine[0], op=MPI.MAX)
+    seconds = comm.allreduce(mine[1], op=MPI.MAX)
+    if watch is not None:
+        watch.close()
+    if compiled < 0:
+        return None
+    return {"cache": "cold" if compiled else "warm", "compiled": compiled, "compile_s": seconds}
+
+
 def run(job: Job) -> None:
     from mpi4py import MPI
 
@@ -101,6 +141,7 @@ def run(job: Job) -> None:
 
         t_import = MPI.Wtime()
         app = resolve(job.app)  # the job module and what it imports (numpy, numba, ...)
+        watch = _watch_compiles(ctx)
         t_start = MPI.Wtime()
         startup["job_import"] = t_start - t_import
         # ray: a Ray instance and the job's worker actors, which import the job's module first
@@ -150,6 +191,7 @@ def run(job: Job) -> None:
     # barrier): it is reported as check_s and taken out of total_s.
     check_s = comm.allreduce(ctx.check_s, op=MPI.MAX)
     total_max = comm.allreduce(total, op=MPI.MAX) - check_s
+    jit = _jit_info(comm, watch if ctx.engine is None else None)
     nodes = comm.gather(MPI.Get_processor_name(), root=0)
     if rank == 0:
         timings = {"total_s": total_max, "phases": phases}
@@ -167,6 +209,7 @@ def run(job: Job) -> None:
             "nprocs": comm.Get_size(),
             "engine_info": engine_info,
             "checked_against": ctx.checked_against,
+            "jit": jit,
         }
         _control({"result": result})
 

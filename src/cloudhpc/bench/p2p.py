@@ -13,10 +13,9 @@ from mpi4py import MPI
 
 from ..context import RunContext
 from .params import validate
-from .sizes import repetitions, warmups
+from .sizes import WINDOW, repetitions, warmups
 from .validate import check_p2p
 
-WINDOW = 64
 TAG = 1
 
 
@@ -132,12 +131,11 @@ def _row(kind: str, nbytes: int, reps: int, elapsed: float) -> dict:
         t_usec = elapsed / msgs * 1e6  # time per message with the window in flight
         moved = nbytes * (2 if kind == "bibw" else 1)
     mbps = moved / t_usec if t_usec > 0 else 0.0  # bytes/us == MB/s with MB = 1e6 bytes
-    return {
-        "bytes": nbytes,
-        "repetitions": reps,
-        "t_usec": round(t_usec, 4),
-        "mbytes_per_sec": round(mbps, 3),
-    }
+    row = {"bytes": nbytes, "repetitions": reps}
+    if kind in ("bw", "bibw"):  # a repetition is a window of WINDOW messages (each way)
+        row["messages"] = reps * WINDOW
+    row.update(t_usec=round(t_usec, 4), mbytes_per_sec=round(mbps, 3))
+    return row
 
 
 def _summary(kind: str, rows: list[dict]) -> dict:

@@ -15,6 +15,9 @@ MAX_REPS = 1000
 MIN_REPS = 10
 
 
+WINDOW = 64  # bw, bibw: nonblocking sends in flight per repetition (osu_bw's window)
+
+
 def default_sizes(max_bytes: int = MAX_DEFAULT) -> list[int]:
     sizes = [0]
     s = 1

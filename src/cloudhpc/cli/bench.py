@@ -7,11 +7,12 @@ from collections.abc import Sequence
 
 from ..bench.ops import OPS
 from ..bench.params import validate
+from ..bench.sizes import WINDOW
 from . import bench_ior
 from .app_params import ParamSpec
 from .common import add_launch_options, execute, job_from_args, record_footer
 from .parser import add_subparser
-from .ui import print_table
+from .ui import err, print_table
 
 P2P = {
     "pingpong": "latency (half the round trip) and bandwidth between ranks 0 and 1",
@@ -38,7 +39,8 @@ def add_arguments(p: argparse.ArgumentParser, bench: str) -> None:
         "--iters",
         type=int,
         metavar="N",
-        help="timed repetitions per size (default: 1000, fewer for large messages)",
+        help="timed repetitions per size (default: 1000, fewer for large messages); bw and "
+        "bibw: windows of 64 messages (default: a 64th as many)",
     )
     p.add_argument(
         "--check",
@@ -106,5 +108,13 @@ def handle(args: argparse.Namespace) -> int:
     title = f"{args.bench}" + (f" {args.op}" if args.bench == "coll" else "")
     title += f" — {job.nprocs} ranks, env {job.env}"
     print_table(title, record["rows"])
+    if args.bench in ("bw", "bibw"):
+        err.print(
+            f"each repetition is a window of {WINDOW} nonblocking sends in flight "
+            f"(osu_{args.bench}{', both ways' if args.bench == 'bibw' else ''}): messages = "
+            f"repetitions x {WINDOW}, "
+            "t_usec is per message",
+            highlight=False,
+        )
     record_footer(record)
     return record["exit_code"]

@@ -240,6 +240,8 @@ def execute(
     monitor = ProgressMonitor(title or job.app, quiet_stdout=args.json)
     with provisioned(job) as job:  # --env capped:RATE: a cluster for the length of the run
         plan = plan_job(job)
+        for text in plan.warnings:
+            err.print(f"cloudhpc: warning: {text}", highlight=False, markup=False)
         started = now_utc()
         outcome = run_plan(plan, monitor, job.timeout_s)
     launch = {"argv": plan.argv, "env": plan.env, "wall_s": round(outcome.wall_s, 3)}
@@ -260,6 +262,7 @@ def execute(
         nodes=res.get("nodes"),
         engine_info=res.get("engine_info"),
         checked_against=res.get("checked_against"),
+        jit=res.get("jit"),
     )
     code = int(exit_code(record)) if exit_code is not None else 0
     record["status"] = "ok" if code == 0 else "failed"

@@ -23,6 +23,7 @@ SUBCOMMANDS = (
     "place",
     "mpi",
     "demo",
+    "jit",
 )
 
 

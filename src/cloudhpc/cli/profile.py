@@ -390,8 +390,9 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
         return 0
     a, b = load_profile(args.a), load_profile(args.b)
     rows = report.compare_rows(a, b)
+    wrote = []
     if args.csv:
-        report.write_csv(rows, args.csv)
+        wrote.append(str(report.write_csv(rows, args.csv)))
     if args.plot:
         from ..profile.plots import compare_bars
 
@@ -399,7 +400,9 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
             f"{k}: {x.meta.get('env', '?')}, {x.nprocs} ranks ({os.path.basename(str(path))})"
             for k, x, path in (("A", a, args.a), ("B", b, args.b))
         )
-        compare_bars(rows, args.plot, labels, top=args.top)
+        wrote += [str(path) for path in compare_bars(rows, args.plot, labels, top=args.top)]
+    if wrote:  # on stderr: stdout may be the JSON
+        err.print("wrote " + ", ".join(wrote), highlight=False, markup=False)
     if args.json:
         print(json.dumps(rows, indent=1))
         return 0

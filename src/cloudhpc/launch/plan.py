@@ -22,10 +22,12 @@ class LaunchPlan:
     # what the run record says: the environment as realised, the implementation and version
     environment: dict = field(default_factory=dict)
     mpi_info: dict = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # for the user before the run starts
 
     def render(self) -> str:
         """Shell-ready text for --dry-run: the variables, then the command."""
         lines = [f"# {note}" for note in self.notes]
+        lines += [f"# warning: {text}" for text in self.warnings]
         lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
         lines.append(shlex.join(self.argv))
         return "\n".join(lines)

@@ -50,6 +50,10 @@ class Monitor:
     def say(self, text: str) -> None:
         print(text, file=sys.stderr)
 
+    def note(self, text: str) -> None:
+        """A line about the run itself (not the app's output), for the user and logs alike."""
+        print(f"cloudhpc: {text}", file=sys.stderr)
+
     def status(self, text: str) -> None:
         """What the job is doing now, when a progress bar would otherwise stand still (the
         --check after the last iteration): for a terminal, not a log."""
@@ -282,6 +286,8 @@ def _dispatch(msg: dict[str, Any], outcome: Outcome, monitor: Monitor) -> None:
         monitor.say(msg["say"])
     elif "status" in msg:
         monitor.status(msg["status"])
+    elif "note" in msg:
+        monitor.note(msg["note"])
     elif "result" in msg:
         outcome.result = msg["result"]
     elif "error" in msg and outcome.error is None:

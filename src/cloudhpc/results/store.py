@@ -48,6 +48,7 @@ def make_record(
     nodes: list[str] | None = None,
     engine_info: dict[str, Any] | None = None,
     checked_against: str | None = None,
+    jit: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A complete record: provenance from the job and this host, results from the app's body."""
     started = started or now_utc()
@@ -80,6 +81,10 @@ def make_record(
         # what the engine did beyond the app's work (ray: workers, restarts, rerun_tasks, ...)
         "engine_info": {"options": job.engine_options, **(engine_info or {})},
         "env": env,
+        # "cold": numba compiled kernels during this run (its times include that), "warm": all
+        # came from numba's cache; None: no numba kernels, or compiled out of sight (ray workers)
+        "jit_cache": (jit or {}).get("cache"),
+        "jit": jit,
         "params": job.params,
         "timings": timings or {},
         "metrics": body.get("metrics", {}),

@@ -74,14 +74,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=float,
         default=0.9,
         metavar="F",
-        help="remove a bubble path only if its identity with the kept one is >= F (0.9)",
+        help="remove a bubble path only if its identity with the kept one is >= F",
     )
     a.add_argument(
         "--bubble-diff",
         type=int,
         default=3,
         metavar="B",
-        help="and their lengths differ by at most B bases (3)",
+        help="and their lengths differ by at most B bases",
     )
     a.add_argument(
         "--rounds",
@@ -102,7 +102,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         type=int,
         default=5,
         metavar="N",
-        help="scaffolding: join two contigs when at least N pairs link them (5)",
+        help="scaffolding: join two contigs when at least N pairs link them",
     )
     a.add_argument("--seed", type=int, default=0, help="seed of the random head/tail tags")
     a.add_argument(
@@ -215,3 +215,31 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
             raise CloudhpcError(
                 f"pair files do not match: {pairs[0]} has {n1} reads, {pairs[1]} has {n2}"
             )
+
+
+def warm_up_runs(tmp: str) -> list[list[str]]:
+    """`cloudhpc jit build`: single and paired reads (FASTQ, gzip, FASTA), the bsp and the serial
+    simplifier, so every kernel of the counting, the graph, its simplification and the
+    scaffolding compiles."""
+    from ...atomic import write_atomic
+    from .simulate import ASCII, random_genome, simulate_reads, write_fasta, write_fastq
+
+    genome = random_genome(6000, 1, repeat_length=200, repeat_copies=3, repeat_divergence=0.02)
+    reads, _ = simulate_reads(genome, 20, 80, error_rate=0.004, seed=1)
+    r1, r2 = simulate_reads(genome, 15, 80, error_rate=0.004, paired=True, insert_mean=300, seed=2)
+    fq, gz = os.path.join(tmp, "reads.fq"), os.path.join(tmp, "reads2.fq.gz")
+    p1, p2 = os.path.join(tmp, "r1.fq"), os.path.join(tmp, "r2.fq.gz")
+    write_fastq(fq, reads)
+    write_fastq(gz, reads)
+    write_fastq(p1, r1, "/1")
+    write_fastq(p2, r2, "/2")
+    fasta = b"".join(b">r%d\n%s\n" % (i, ASCII[r].tobytes()) for i, r in enumerate(reads))
+    fa = str(write_atomic(os.path.join(tmp, "reads.fa"), lambda f: f.write(fasta)))
+    ref = write_fasta(os.path.join(tmp, "genome.fa"), "genome", genome.codes)
+    out = os.path.join(tmp, "asm")
+    return [
+        [fq, gz, "--k", "21", "--out", out + "1", "--reference", ref],
+        [fq, "--k", "31", "--out", out + "2", "--simplify", "serial"],
+        ["--pairs", p1, p2, "--k", "31", "--out", out + "3"],
+        [fa, "--k", "21", "--out", out + "4"],
+    ]

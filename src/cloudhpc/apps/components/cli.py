@@ -9,6 +9,7 @@ from ..graphs.options import (
     ENGINES,
     add_graph_arguments,
     graph_params,
+    graph_warm_up_runs,
     memory_estimate,
     run_files,
     validate_graph,
@@ -35,3 +36,8 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
 
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:
     validate_graph(params)
+
+
+def warm_up_runs(tmp: str) -> list[list[str]]:
+    """`cloudhpc jit build`: see graph_warm_up_runs."""
+    return graph_warm_up_runs(tmp)

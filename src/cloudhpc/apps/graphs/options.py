@@ -126,3 +126,19 @@ def memory_estimate(params: dict[str, Any], nprocs: int = 1) -> int:
 def edge_count(params: dict[str, Any]) -> int:
     m = params.get("edge_count")
     return 8 * int(params["vertices"]) if m is None else int(m)
+
+
+def graph_warm_up_runs(tmp: str, weighted: bool = False) -> list[list[str]]:
+    """`cloudhpc jit build` for a graph app: generated graphs (undirected and directed) and an
+    edge file, so the generator's, the readers' and the bsp model's kernels all compile."""
+    path = os.path.join(tmp, "warm-up-edges.csv" if weighted else "warm-up-edges.tsv")
+    if not os.path.exists(path):
+        lines = ["src,dst,weight"] if weighted else []
+        for v in range(60):
+            for d in (1, 7):
+                w = (v * d) % 9 + 1
+                lines.append(f"{v},{(v + d) % 60},{w}" if weighted else f"{v}\t{(v + d) % 60}")
+        with open(path, "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+    gen = ["--generate", "rmat", "--vertices", "500"]
+    return [gen, [*gen, "--directed"], ["--edges", path], ["--generate", "er", "--vertices", "300"]]

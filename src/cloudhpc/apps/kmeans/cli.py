@@ -124,3 +124,14 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
     check_seed(params.get("seed", 0))
     check_output_path(params.get("centers_out"), "--centers-out")
     check_inputs(params)
+
+
+def warm_up_runs(tmp: str) -> list[list[str]]:
+    """`cloudhpc jit build`: runs that call every kernel (both models, k-means++ and given
+    centers, the 2-D kernel and the general one)."""
+    small = ["--generate", "--n", "4000", "--k", "4", "--iterations", "2"]
+    return [
+        [*small, "--model", "mapreduce"],
+        [*small, "--model", "spmd", "--d", "3"],
+        [*small, "--model", "mapreduce", "--d", "5", "--reread-static"],
+    ]

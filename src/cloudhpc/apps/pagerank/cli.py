@@ -10,6 +10,7 @@ from ..graphs.options import (
     ENGINES,
     add_graph_arguments,
     graph_params,
+    graph_warm_up_runs,
     memory_estimate,
     run_files,
     validate_graph,
@@ -54,3 +55,8 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
         raise CloudhpcError("--iterations must be at least 1")
     if not float(params.get("tol", 1e-6)) >= 0:
         raise CloudhpcError("--tol must be >= 0")
+
+
+def warm_up_runs(tmp: str) -> list[list[str]]:
+    """`cloudhpc jit build`: see graph_warm_up_runs."""
+    return graph_warm_up_runs(tmp)

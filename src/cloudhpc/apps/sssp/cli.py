@@ -10,6 +10,7 @@ from ..graphs.options import (
     ENGINES,
     add_graph_arguments,
     graph_params,
+    graph_warm_up_runs,
     memory_estimate,
     run_files,
     validate_graph,
@@ -44,3 +45,8 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
     v = params.get("vertices")
     if v is not None and source >= int(v):
         raise CloudhpcError(f"source vertex {source} is not in the graph (ids 0..{int(v) - 1})")
+
+
+def warm_up_runs(tmp: str) -> list[list[str]]:
+    """`cloudhpc jit build`: see graph_warm_up_runs."""
+    return graph_warm_up_runs(tmp, weighted=True)

@@ -234,3 +234,13 @@ def validate(params: dict[str, Any], nprocs: int = 1):
     scoring = scoring_from_params(params, alphabet)
     seqs = encode(records, alphabet, allowed_letters(scoring, Matrix(scoring)), source)
     return seqs, scoring
+
+
+def warm_up_runs(tmp: str) -> list[list[str]]:
+    """`cloudhpc jit build`: the alignment loop with the traceback kernels (distance) and with
+    the score-only ones."""
+    out = os.path.join(tmp, "swg")
+    return [
+        ["--generate", "12", "--length", "60", "--out", out + "-d.npy"],
+        ["--generate", "12", "--length", "60", "--measure", "score", "--out", out + "-s.npy"],
+    ]
