@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -27,11 +28,22 @@ from cloudhpc.engines import ray_cluster
 
 pytest.importorskip("ray")  # installed by the test extra (cloudhpc[ray])
 
-# a cluster of our own for these tests: loopback only, no token, no usage reports
-RAY_ENV = {
-    "RAY_AUTH_MODE": "disabled",
+# a cluster of our own for these tests: loopback only, token authentication (Ray's default for
+# `ray start --head` since 2.59), no usage reports. The runs that join it leave RAY_AUTH_MODE
+# unset and find the token where Ray looks first (RAY_AUTH_TOKEN): cloudhpc switches token mode on.
+TOKEN = secrets.token_hex(16)
+HEAD_ENV = {
+    "RAY_AUTH_MODE": "token",
+    "RAY_AUTH_TOKEN": TOKEN,
     "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
     "RAY_USAGE_STATS_ENABLED": "0",
+}
+# RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0: Ray keeps the head's loopback address (it would connect
+# to this machine's own address, where a loopback-only head does not listen)
+RAY_ENV = {
+    "RAY_AUTH_TOKEN": TOKEN,
+    "RAY_USAGE_STATS_ENABLED": "0",
+    "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
 }
 
 
@@ -53,7 +65,7 @@ def ray_head():
     ]  # fmt: skip
     proc = subprocess.Popen(
         cmd,
-        env={**os.environ, **RAY_ENV},
+        env={**{k: v for k, v in os.environ.items() if k != "RAY_AUTH_MODE"}, **HEAD_ENV},
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -101,6 +113,8 @@ def _run_everywhere(args_for, kill: str, address: str, results) -> dict[str, dic
         assert records[name]["verified"] is True, name
     killed = records["ray-killed"]["engine_info"]
     assert killed["restarts"] == 1 and killed["rerun_tasks"] >= 1, killed
+    assert killed["auth_token_from"] == "RAY_AUTH_TOKEN"  # the token, never recorded itself
+    assert TOKEN not in json.dumps(records["ray-killed"])
     assert records["ray"]["engine_info"]["restarts"] == 0
     assert records["ray"]["engine_info"]["workers"] == 2
     assert "ray_start" in records["ray"]["timings"]["phases"]  # reported, outside total_s
@@ -408,3 +422,99 @@ def test_without_ray_the_error_says_how_to_install(tmp_path):
 )  # fmt: skip
 def test_ray_refusals_are_one_line(tmp_path, args, needle):
     assert_one_line_error(run_cli("run", *args, "--results", str(tmp_path)), needle)
+
+
+# --- joining a cluster with token authentication -------------------------------------------
+def _join_cli(address: str, tmp_path, *extra: str, env: dict[str, str]):
+    home = tmp_path / "home"  # no ~/.ray/auth_token here
+    home.mkdir(exist_ok=True)
+    args = ["run", "kmeans", "--generate", "--n", "2000", "--k", "3", "--iterations", "3"]
+    args += ["--engine", "ray", "-n", "1", "--ray-address", address, *extra]
+    args += ["--results", str(tmp_path / "res")]
+    return run_cli(*args, env={**RAY_ENV, "HOME": str(home), **env})
+
+
+def test_a_missing_token_is_one_line_saying_where_it_was_looked_for(ray_head, tmp_path):
+    r = _join_cli(ray_head, tmp_path, env={"RAY_AUTH_TOKEN": ""})
+    assert_one_line_error(
+        r,
+        f"cannot join the Ray cluster at {ray_head}: it requires token authentication and no "
+        "token was found (RAY_AUTH_TOKEN and RAY_AUTH_TOKEN_PATH are not set and "
+        "~/.ray/auth_token does not exist); give its token with --ray-token-file FILE",
+    )
+    assert r.returncode == 1  # the environment, not the command line
+    r = _join_cli(ray_head, tmp_path, env={"RAY_AUTH_TOKEN": "not-the-token"})
+    assert_one_line_error(r, "it refused the token from RAY_AUTH_TOKEN")
+    bad = tmp_path / "bad-token"
+    bad.write_text("not-the-token\n")
+    r = _join_cli(ray_head, tmp_path, "--ray-token-file", str(bad), env={"RAY_AUTH_TOKEN": ""})
+    assert_one_line_error(r, f"it refused the token from RAY_AUTH_TOKEN_PATH={bad}")
+
+
+def test_a_token_file_joins_and_the_record_says_where_the_token_came_from(ray_head, tmp_path):
+    good = tmp_path / "token"
+    good.write_text(TOKEN)
+    # the file given wins over Ray's own sources (RAY_AUTH_TOKEN here holds a wrong one)
+    r = _join_cli(ray_head, tmp_path, "--ray-token-file", str(good), "--check", "--json",
+                  env={"RAY_AUTH_TOKEN": "not-the-token"})  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    record = json.loads(r.stdout)
+    assert record["verified"] is True
+    assert record["engine_info"]["auth_token_from"] == f"RAY_AUTH_TOKEN_PATH={good}"
+    assert record["launch"]["env"]["RAY_AUTH_TOKEN_PATH"] == str(good)
+    assert TOKEN not in r.stdout and TOKEN not in r.stderr
+
+
+def test_an_injected_failure_is_one_plain_line(ray_head, tmp_path):
+    r = run_cli(
+        "run", "kmeans", "--generate", "--n", "3000", "--k", "3", "--iterations", "4",
+        "--engine", "ray", "-n", "2", "--ray-address", ray_head, "--inject-failure", "2:1",
+        "--results", str(tmp_path / "res"), env=RAY_ENV,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    text = r.stdout + r.stderr
+    assert "\x1b[" not in text and "(raylet)" not in text  # no coloured Ray warning
+    lost = [ln for ln in r.stderr.splitlines() if "was lost" in ln]
+    assert len(lost) == 1
+    assert lost[0].startswith(
+        "cloudhpc: ray worker 1 was lost in iteration 2 (killed on purpose by --inject-failure "
+        "2:1): a new worker took over its partition in "
+    )
+    assert lost[0].endswith(" s, and its lost tasks run again")
+
+
+def test_raylet_messages_become_plain_lines(capsys):
+    ray_worker = pytest.importorskip("ray._private.worker")
+    original = ray_worker.print_to_stdstream
+    try:
+        ray_cluster.route_raylet_messages()
+        routed = ray_worker.print_to_stdstream
+        assert routed is not original
+        routed({"pid": "raylet", "lines": ["Some warning here. More detail follows."]}, False)
+        routed({"pid": "raylet", "lines": ["A worker died or was killed while executing"]}, False)
+    finally:
+        ray_worker.print_to_stdstream = original
+    out = capsys.readouterr().out
+    assert out == '@@cloudhpc {"note": "ray: Some warning here"}\n'
+
+
+def test_a_loopback_address_that_ray_rewrites_is_explained(ray_head, tmp_path):
+    """Ray replaces 127.0.0.1 with this machine's address (ENABLE_WINDOWS_OR_OSX_CLUSTER=1, its
+    default on Linux); the test head listens on loopback only."""
+    probe = subprocess.run(
+        [sys.executable, "-c", "from ray._private.services import "
+         f"canonicalize_bootstrap_address as c; print(c({ray_head!r}))"],
+        env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1"},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    used = probe.stdout.strip()
+    r = _join_cli(ray_head, tmp_path, env={"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "1"})
+    if used == ray_head:  # a machine whose own address is the loopback one: nothing to explain
+        assert r.returncode == 0, r.stderr
+        return
+    assert_one_line_error(
+        r,
+        f"cannot join the Ray cluster at {ray_head}: Ray connects to {used} instead (it "
+        "replaces a loopback address with this machine's)",
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0",
+    )

@@ -116,6 +116,13 @@ class RunContext:
         sys.stdout.flush()
 
 
+def note(text: str) -> None:
+    """A line about the run itself for the user (`cloudhpc: TEXT` on stderr), from rank 0 or a
+    driver engine: a control line, which the parent prints."""
+    sys.stdout.write(CONTROL_PREFIX + json.dumps({"note": text}) + "\n")
+    sys.stdout.flush()
+
+
 def register_temporary(path: str, control_dir: str | None = None) -> None:
     """See RunContext.temporary (no-op outside a run started by cloudhpc); `control_dir`: the
     run's, when the caller is cloudhpc itself rather than a rank."""

@@ -13,6 +13,7 @@ uproot, pyarrow) only in their job modules, so that building this parser stays f
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Sequence
 
 from ..apps.registry import BUILTIN, load_app, run_apps
@@ -61,6 +62,13 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
             help="ray: join the running cluster at ADDR (host:port, or 'auto' for Ray's own "
             "discovery: RAY_ADDRESS or a cluster on this machine); default: start a private "
             "Ray instance on this machine for the run and stop it afterwards",
+        )
+        r.add_argument(
+            "--ray-token-file",
+            metavar="FILE",
+            help="ray: the token of a --ray-address cluster that uses token authentication "
+            "(`ray get-auth-token` on its head prints it); without it the token is Ray's: "
+            "RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names, or ~/.ray/auth_token",
         )
         r.add_argument(
             "--inject-failure",
@@ -144,8 +152,10 @@ def engine_options(args: argparse.Namespace) -> dict:
     """--ray-address and --inject-failure, checked; refused with engines they do not apply to."""
     ray_address = getattr(args, "ray_address", None)
     inject = getattr(args, "inject_failure", None)
+    token_file = getattr(args, "ray_token_file", None)
     if args.engine != "ray":
-        for flag, value in (("--ray-address", ray_address), ("--inject-failure", inject)):
+        given = (("--ray-address", ray_address), ("--ray-token-file", token_file))
+        for flag, value in (*given, ("--inject-failure", inject)):
             if value is not None:
                 raise CloudhpcError(f"{flag} applies to --engine ray, not {args.engine}")
         return {}
@@ -159,6 +169,13 @@ def engine_options(args: argparse.Namespace) -> dict:
         if not ray_address.strip():
             raise CloudhpcError("--ray-address is empty (give host:port or auto)")
         options["ray_address"] = ray_address.strip()
+    if token_file is not None:
+        if ray_address is None:
+            raise CloudhpcError("--ray-token-file is for a cluster joined with --ray-address")
+        from ..paths import check_input_file
+
+        check_input_file(token_file, "--ray-token-file")
+        options["ray_token_file"] = os.path.abspath(token_file)
     if inject is not None:
         options["inject_failure"] = parse_injection(inject, args.np)
     return options

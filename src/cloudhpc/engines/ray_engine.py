@@ -35,7 +35,7 @@ import numpy as np
 import ray
 from ray.exceptions import RayActorError, RayTaskError
 
-from ..context import CONTROL_DIR_VAR, WORKER_PHASES
+from ..context import CONTROL_DIR_VAR, WORKER_PHASES, note
 from ..errors import CloudhpcError
 from . import ray_cluster
 from .base import Progress, call_progress, check_op
@@ -171,11 +171,14 @@ class RayEngine(DriverEngine):
             env_vars[CONTROL_DIR_VAR] = os.environ[CONTROL_DIR_VAR]
         address = opts.get("ray_address")
         try:
+            token = None
             if address:
-                ray_cluster.join(address, env_vars)
+                token = ray_cluster.join(address, env_vars)
             else:
                 engine._temp_dir = ray_cluster.start_private(job.nprocs * threads, env_vars)
             engine._info = {"cluster": address or "private", **ray_cluster.describe()}
+            if address:  # where the token came from (never the token), or None: none sent
+                engine._info["auth_token_from"] = token
             if address:  # a private instance was sized for the job
                 engine._check_capacity(address)
             engine._actors = [engine._new_actor(p) for p in range(job.nprocs)]
@@ -282,7 +285,15 @@ class RayEngine(DriverEngine):
         self._gen[part] += 1
         self.restarts += 1
         self.rerun_tasks += len(replay)
-        self.recovery_s += time.perf_counter() - t0
+        seconds = time.perf_counter() - t0
+        self.recovery_s += seconds
+        why = "its process died"
+        if self._injected and self._inject and self._inject[1] == part:
+            why = f"killed on purpose by --inject-failure {self._inject[0]}:{self._inject[1]}"
+        note(
+            f"ray worker {part} was lost in iteration {self._iteration} ({why}): a new worker "
+            f"took over its partition in {seconds:.2f} s, and its lost tasks run again"
+        )
 
     def _get(self, refs: Any) -> Any:
         try:

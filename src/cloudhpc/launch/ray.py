@@ -28,6 +28,10 @@ class RayLauncher(Launcher):
         env = dict(ALWAYS)
         if not job.engine_options.get("ray_address"):
             env.update(PRIVATE)
+        else:  # a cluster with token authentication: the driver sends the token (ray_cluster)
+            from ..engines.ray_cluster import auth_env
+
+            env.update(auth_env(job.engine_options.get("ray_token_file")))
         env.update(extra_env or {})
         return super().plan(job, rank_argv, env)
 
