@@ -156,3 +156,50 @@ def test_run_command_builds_only_the_app_it_runs():
     assert listing.returncode == 0
     for app in ("assemble", "hep", "kmeans", "swg", "wave"):
         assert app in listing.stdout
+
+
+def test_a_run_imports_no_numpy_in_the_command_and_nothing_before_mpi_in_the_ranks(tmp_path):
+    """Start-up (issue 25): the `cloudhpc run kmeans --generate` process itself (its ranks do
+    the computing) imports neither numpy, numba, mpi4py, scipy nor importlib.metadata, before
+    or after the run; a rank imports nothing of cloudhpc's but the worker before MPI_Init (the
+    rest is timed as job_import); the record says where the time outside the job went."""
+    import json
+    import subprocess
+
+    args = ["run", "kmeans", "--generate", "--n", "3000", "--k", "3", "--iterations", "2"]
+    args += ["-n", "2", "--json", "--results", str(tmp_path)]
+    r = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "cloudhpc", *args],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    imported = {
+        line.split("|")[2].strip() for line in r.stderr.splitlines() if line.count("|") == 2
+    }
+    assert "cloudhpc.cli.common" in imported  # the listing is the command's own
+    heavy = {"numpy", "numba", "mpi4py", "scipy", "importlib.metadata"} & imported
+    assert heavy == set()
+    record = json.loads(r.stdout)
+    parts = record["launch"]["startup"]
+    names = ("cli_s", "launch_s", "rank_start_s", "to_region_s", "region_s", "finish_s", "exit_s")
+    assert all(parts[k] >= 0 for k in (*names, "cleanup_s")), parts
+    t = record["timings"]
+    # rank 0's clock against the slowest rank's (barriers end a few ms apart)
+    assert parts["region_s"] == pytest.approx(t["total_s"], abs=0.05)
+    assert parts["to_region_s"] >= t["phases"]["job_import"] - 0.05
+    assert sum(parts.values()) <= record["launch"]["wall_s"] + parts["cli_s"] + 0.05
+    assert record["software"]["numpy"] and record["software"]["numba"]  # told by the ranks
+
+    before_mpi = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import cloudhpc.worker"],
+        capture_output=True,
+        text=True,
+    )
+    modules = {
+        line.split("|")[2].strip()
+        for line in before_mpi.stderr.splitlines()
+        if line.count("|") == 2
+    }
+    assert {m for m in modules if m.startswith("cloudhpc")} == {"cloudhpc", "cloudhpc.worker"}
+    assert not {"json", "numpy", "mpi4py"} & modules

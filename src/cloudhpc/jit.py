@@ -167,11 +167,13 @@ def load(*kernels: Any) -> int:
             dispatchers.append(k)
     loaded = 0
     uncached = []
+    read = 0
     with global_compiler_lock:
         for dispatcher in dispatchers:
-            if id(dispatcher) in _READ:
+            if id(dispatcher) in _READ:  # read already (or named twice: modules share kernels)
                 continue
             _READ.add(id(dispatcher))  # dispatchers live as long as their module
+            read += 1
             track_callees(dispatcher)
             try:
                 count = _load_cached(dispatcher, rtsys)
@@ -180,21 +182,15 @@ def load(*kernels: Any) -> int:
             loaded += count
             if count == 0 and getattr(getattr(dispatcher, "_cache", None), "_cache_file", None):
                 uncached.append(dispatcher)
-    if uncached and _ON_UNCACHED is not None:
-        _ON_UNCACHED(len(uncached), len(dispatchers))
+    UNCACHED[0] += len(uncached)
+    UNCACHED[1] += read
     return loaded
 
 
 _READ: set[int] = set()
-_ON_UNCACHED: Callable[[int, int], None] | None = None
-
-
-def on_uncached(callback: Callable[[int, int], None] | None) -> None:
-    """Have `load` call callback(uncached, asked) when some of the kernels it was asked to load
-    have no machine code in numba's cache for this source and CPU: their first calls will
-    compile (seconds each). The worker tells the user so before it happens."""
-    global _ON_UNCACHED
-    _ON_UNCACHED = callback
+# [kernels `load` found no machine code for in numba's cache (this source, this CPU), kernels
+# it was asked for]: the count the worker names when a compilation starts
+UNCACHED = [0, 0]
 
 
 class CompileWatch:
@@ -203,9 +199,10 @@ class CompileWatch:
     cache): how many kernels (and the kernels they call) were compiled, and the seconds spent
     in the outermost compilations."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_first: Callable[[], None] | None = None) -> None:
         from numba.core import event
 
+        self.on_first = on_first  # called as the first compilation starts
         self.compiled = 0
         self.seconds = 0.0
         self._depth = 0
@@ -214,6 +211,8 @@ class CompileWatch:
 
         class _Listener(event.Listener):
             def on_start(self, ev) -> None:
+                if watch.compiled == 0 and watch.on_first is not None:
+                    watch.on_first()
                 watch.compiled += 1
                 watch._depth += 1
                 if watch._depth == 1:

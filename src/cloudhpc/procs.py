@@ -78,6 +78,18 @@ def start_time(pid: int) -> str | None:
     return fields[19].decode() if len(fields) > 19 else None
 
 
+def started_at(pid: int | None = None) -> float | None:
+    """When process `pid` (default: this one) started, as time.time() would have said: its
+    start in clock ticks since boot, against the time since boot now (/proc/uptime). 10 ms."""
+    ticks = start_time(os.getpid() if pid is None else pid)
+    try:
+        with open(f"{PROC}/uptime", "rb") as fh:
+            since_boot = float(fh.read().split()[0])
+        return time.time() - since_boot + int(ticks) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, TypeError, ValueError):
+        return None
+
+
 def all_pids() -> set[int]:
     """Every process id in the table (empty without /proc)."""
     try:

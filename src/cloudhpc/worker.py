@@ -16,18 +16,23 @@ engine did (workers, restarts, rerun_tasks) goes to the record as `engine_info`.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import traceback
+import time
+from typing import TYPE_CHECKING
 
-from .atomic import write_json
-from .context import CONTROL_DIR_VAR, CONTROL_PREFIX, RunContext
-from .errors import PATH_ERRORS, CloudhpcError, no_room
-from .job import Job
+# Before MPI_Init only this module is imported: the job, cloudhpc's own modules and what they
+# import come after it and are timed (job_import), so no start-up work goes unmeasured.
+if TYPE_CHECKING:
+    from .context import RunContext
+    from .job import Job
 
 
 def _control(msg: dict) -> None:
+    import json
+
+    from .context import CONTROL_PREFIX
+
     sys.stdout.write(CONTROL_PREFIX + json.dumps(msg, default=_jsonable) + "\n")
     sys.stdout.flush()
 
@@ -44,6 +49,9 @@ def _jsonable(obj):
 def report_failure(rank: int | str, kind: str, message: str) -> None:
     """Tell the parent why this rank stops: a control line on stdout, and a file in the run's
     control directory (MPI_Abort can drop the rank's last stdout chunk; the file survives)."""
+    from .atomic import write_json
+    from .context import CONTROL_DIR_VAR
+
     msg = {"error": message, "message": message, "kind": kind, "rank": rank}
     _control(msg)
     control_dir = os.environ.get(CONTROL_DIR_VAR)
@@ -88,26 +96,27 @@ def _stop_engine(ctx: RunContext) -> None:
 
 def _watch_compiles(ctx: RunContext):
     """When the job uses cloudhpc's numba kernels: count what numba compiles during the run
-    (jit.CompileWatch), and have rank 0 say so, before it happens, when kernels are not in
-    numba's cache."""
+    (jit.CompileWatch), and have rank 0 say so when the first compilation starts."""
     jit = sys.modules.get("cloudhpc.jit")
     if jit is None:
         return None
-    if ctx.rank == 0:
+    if ctx.rank != 0:
+        return jit.CompileWatch()
 
-        def tell(uncached: int, asked: int) -> None:
-            what = f"{uncached} of {asked}" if uncached < asked else str(uncached)
-            what += " numba kernel" + ("s" if asked > 1 else "")
-            _control(
-                {
-                    "note": f"compiling {what} (numba's cache does not hold them for this source "
-                    "and CPU: the first run after installing or changing cloudhpc; `cloudhpc jit "
-                    "build` compiles them all ahead); this run's times include the compilation"
-                }
-            )
+    def tell() -> None:
+        uncached, asked = jit.UNCACHED
+        what = "numba kernels" if not uncached else f"{uncached} numba kernel" + "s" * (asked > 1)
+        if 0 < uncached < asked:
+            what = f"{uncached} of {asked} numba kernels"
+        _control(
+            {
+                "note": f"compiling {what} (numba's cache does not hold them for this source and "
+                "CPU: the first run after installing or changing cloudhpc; `cloudhpc jit build` "
+                "compiles them all ahead); this run's times include the compilation"
+            }
+        )
 
-        jit.on_uncached(tell)
-    return jit.CompileWatch()
+    return jit.CompileWatch(on_first=tell)
 
 
 def _jit_info(comm, watch) -> dict | None:
@@ -126,9 +135,19 @@ def _jit_info(comm, watch) -> dict | None:
     return {"cache": "cold" if compiled else "warm", "compiled": compiled, "compile_s": seconds}
 
 
-def run(job: Job) -> None:
+def run(job: Job, t_import: float | None = None, ready: float | None = None) -> None:
+    """One rank of `job`; `t_import` (MPI.Wtime) and `ready` (time.time): when MPI_Init was done,
+    before the imports after it (main's), which job_import then includes."""
+    import traceback
+
     from mpi4py import MPI
 
+    from .context import RunContext
+    from .errors import PATH_ERRORS, CloudhpcError, no_room
+    from .procs import started_at
+
+    if t_import is None:
+        t_import, ready = MPI.Wtime(), time.time()
     comm = MPI.COMM_WORLD
     ctx = RunContext(job, comm)
     rank = ctx.rank
@@ -139,7 +158,6 @@ def run(job: Job) -> None:
         from .apps.registry import resolve
         from .engines.registry import start_engine
 
-        t_import = MPI.Wtime()
         app = resolve(job.app)  # the job module and what it imports (numpy, numba, ...)
         watch = _watch_compiles(ctx)
         t_start = MPI.Wtime()
@@ -149,10 +167,12 @@ def run(job: Job) -> None:
         if ctx.engine is not None:
             startup[f"{job.engine}_start"] = MPI.Wtime() - t_start
         comm.Barrier()
+        region_start = time.time()
         t0 = MPI.Wtime()
         body = app(ctx)
         comm.Barrier()
         total = MPI.Wtime() - t0
+        region_end = time.time()
     except CloudhpcError as e:  # bad input (2), or the environment's fault: a full disk (1)
         _stop_engine(ctx)
         _fail(rank, "usage" if e.exit_code == 2 else "environment", str(e), e.exit_code)
@@ -193,6 +213,12 @@ def run(job: Job) -> None:
     total_max = comm.allreduce(total, op=MPI.MAX) - check_s
     jit = _jit_info(comm, watch if ctx.engine is None else None)
     nodes = comm.gather(MPI.Get_processor_name(), root=0)
+    clock = {  # time.time() of the run's start-up and teardown (the record's launch.startup)
+        "proc_start": comm.allreduce(started_at() or ready, op=MPI.MIN),
+        "ready": comm.allreduce(ready, op=MPI.MAX),
+        "region_start": region_start,
+        "region_end": region_end,
+    }
     if rank == 0:
         timings = {"total_s": total_max, "phases": phases}
         if ctx.checked_against is not None:
@@ -210,7 +236,14 @@ def run(job: Job) -> None:
             "engine_info": engine_info,
             "checked_against": ctx.checked_against,
             "jit": jit,
+            "software": {  # the ranks' versions (the parent does not import numpy)
+                name: sys.modules[name].__version__
+                for name in ("numpy", "numba", "scipy")
+                if name in sys.modules
+            },
+            "clock": clock,
         }
+        clock["result"] = time.time()
         _control({"result": result})
 
 
@@ -218,7 +251,12 @@ def main() -> None:
     if len(sys.argv) != 2:
         print("usage: python -m cloudhpc.worker JOB_JSON", file=sys.stderr)
         sys.exit(2)
-    run(Job.from_json(sys.argv[1]))
+    from mpi4py import MPI  # MPI_Init first: the imports after it are timed
+
+    t_import, ready = MPI.Wtime(), time.time()
+    from .job import Job
+
+    run(Job.from_json(sys.argv[1]), t_import, ready)
     _fast_exit()
 
 

@@ -18,14 +18,10 @@ import numpy as np
 
 from ..atomic import write_atomic as write_atomic  # re-exported: apps import it from here
 from ..errors import CloudhpcError
-from ..paths import check_input_file, check_output_file
+from ..paths import check_input_file
+from .checks import block_range, check_output_path, check_seed  # noqa: F401 (re-exported)
 
 CHUNK_VALUES = 1 << 16  # numbers per generated chunk: rows per chunk = CHUNK_VALUES // ncols
-
-
-def block_range(n: int, parts: int, index: int) -> tuple[int, int]:
-    """Rows [lo, hi) of block `index` when n rows are split into `parts` nearly equal blocks."""
-    return index * n // parts, (index + 1) * n // parts
 
 
 def open_npy(path: str, what: str) -> np.ndarray:
@@ -93,11 +89,6 @@ def read_rows(path: str, arr: np.ndarray, lo: int, hi: int) -> np.ndarray:
     return np.array(arr[lo:hi], dtype=np.float64, order="C")
 
 
-def check_output_path(path: str | None, what: str) -> None:
-    """Fail before any work if the output cannot be written where asked."""
-    check_output_file(path, what)
-
-
 def save_npy_atomic(path: str, array: np.ndarray) -> str:
     """Write `array` to `path` (exact name, no .npy appended) atomically; return the path."""
     return write_atomic(path, lambda f: np.save(f, np.ascontiguousarray(array)))
@@ -106,12 +97,6 @@ def save_npy_atomic(path: str, array: np.ndarray) -> str:
 def save_npz_atomic(path: str, arrays: dict[str, np.ndarray]) -> str:
     """Write named arrays to the .npz file `path` atomically; return the path."""
     return write_atomic(path, lambda f: np.savez(f, **arrays))
-
-
-def check_seed(seed, what: str = "--seed") -> None:
-    """A seed NumPy's generators take: a non-negative integer."""
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise CloudhpcError(f"{what} must be a non-negative integer, not {seed!r}")
 
 
 def generated_rows(

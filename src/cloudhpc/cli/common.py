@@ -240,8 +240,6 @@ def execute(
     monitor = ProgressMonitor(title or job.app, quiet_stdout=args.json)
     with provisioned(job) as job:  # --env capped:RATE: a cluster for the length of the run
         plan = plan_job(job)
-        for text in plan.warnings:
-            err.print(f"cloudhpc: warning: {text}", highlight=False, markup=False)
         started = now_utc()
         outcome = run_plan(plan, monitor, job.timeout_s)
     launch = {"argv": plan.argv, "env": plan.env, "wall_s": round(outcome.wall_s, 3)}
@@ -263,7 +261,15 @@ def execute(
         engine_info=res.get("engine_info"),
         checked_against=res.get("checked_against"),
         jit=res.get("jit"),
+        software_versions=res.get("software"),
     )
+    startup = startup_parts(outcome.clock, res.get("clock"))
+    if startup:
+        record["launch"]["startup"] = startup
+    if plan.warnings:  # said with the run's result (times it qualifies), not before an error
+        record["launch"]["warnings"] = list(plan.warnings)
+        for text in plan.warnings:
+            err.print(f"cloudhpc: warning: {text}", highlight=False, markup=False)
     code = int(exit_code(record)) if exit_code is not None else 0
     record["status"] = "ok" if code == 0 else "failed"
     record["exit_code"] = code
@@ -272,6 +278,42 @@ def execute(
     if args.json:
         print(json.dumps({k: v for k, v in record.items() if k != "_path"}, indent=1, default=str))
     return record
+
+
+def startup_parts(cli: dict, ranks: dict | None) -> dict[str, float]:
+    """Where the command's time outside the timed region went, in seconds, from the clocks of
+    this process and of the ranks (time.time() on one machine; nothing when the ranks' clock is
+    missing or not this one's):
+    cli (this process's start to the launcher's start: Python, imports, argument parsing,
+    planning), launch (to the first rank's process: mpiexec, Hydra), rank_start (to the last
+    rank's MPI_Init done: Python, mpi4py, MPI_Init), job_import, engine start, total and check
+    (the record's), finish (the region's end to rank 0's result: the reductions of phases and
+    timings), exit (to the launcher's exit: MPI_Finalize, the ranks' and Hydra's teardown) and
+    cleanup (to this process's clean-up done: sweeping what the ranks left); between them
+    to_region (the job's imports, a driver engine's start, the first barrier) and region (the
+    timed region: total_s and check_s). Consecutive: they add up to this process's start to the
+    clean-up's end; what follows (the record, printing, exit) is the rest of the wall."""
+    from ..procs import started_at
+
+    me = started_at()
+    if not ranks or not cli.get("launch") or me is None:
+        return {}
+    t = {"start": me, **cli, **{f"rank_{k}": v for k, v in ranks.items()}}
+    if not t["start"] <= t["launch"] <= t["rank_proc_start"] <= t["rank_ready"]:
+        return {}  # the ranks ran elsewhere (another clock), or a clock stepped
+    parts = {
+        "cli_s": t["launch"] - t["start"],
+        "launch_s": t["rank_proc_start"] - t["launch"],
+        "rank_start_s": t["rank_ready"] - t["rank_proc_start"],
+        # the job's imports (job_import), a driver engine's start, the first barrier
+        "to_region_s": t["rank_region_start"] - t["rank_ready"],
+        "region_s": t["rank_region_end"] - t["rank_region_start"],  # total_s + check_s
+        "finish_s": t["rank_result"] - t["rank_region_end"],
+    }
+    if "exited" in t:
+        parts["exit_s"] = t["exited"] - t.get("result", t["rank_result"])
+        parts["cleanup_s"] = t.get("cleaned", t["exited"]) - t["exited"]
+    return {k: round(v, 4) for k, v in parts.items()}
 
 
 def record_failure(job: Job, started, launch: dict, error: str) -> Path | None:

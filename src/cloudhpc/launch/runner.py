@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..context import CONTROL_DIR_VAR, CONTROL_PREFIX, register_temporary, remove_temporaries
@@ -74,6 +74,9 @@ class Outcome:
     error: dict[str, Any] | None = None  # a rank's own report of why it stopped
     # lines the MPI launcher prints when it tears a job down (they repeat the rank's message)
     noise: tuple[str, ...] = ()
+    # time.time() when the launcher was started, rank 0's result arrived, the launcher exited,
+    # and the run's clean-up was done (start-up and teardown parts of the command's wall time)
+    clock: dict[str, float] = field(default_factory=dict)
 
 
 @contextmanager
@@ -184,6 +187,7 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
         env.update(mpi.run_variables(scratch, plan.singleton, plan.same_machine))
     t0 = time.perf_counter()
     topology = HydraTopology(mpi.leftover_prefix)
+    launched = time.time()
     try:
         proc = subprocess.Popen(
             plan.argv,
@@ -212,6 +216,7 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
         )
         reader.start()
         outcome = Outcome(returncode=0, stderr="", wall_s=0.0, noise=mpi.noise_prefixes)
+        outcome.clock["launch"] = launched
 
         def expire() -> None:
             timed_out.set()
@@ -228,9 +233,11 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
             elif not (mpi.stdout_noise and line.startswith(mpi.stdout_noise)):
                 monitor.output(line)
         proc.wait()
+        outcome.clock["exited"] = time.time()
         end_tagged(token)  # whatever the ranks left running (a program's background children)
         topology.remove()  # left by a proxy that MPI_Abort killed
         reader.join()
+        outcome.clock["cleaned"] = time.time()
     except BaseException:  # Ctrl-C, SIGTERM, SIGHUP (signals.py), or a failure in this process
         end_job(proc, token, topology)
         proc.wait()
@@ -290,6 +297,7 @@ def _dispatch(msg: dict[str, Any], outcome: Outcome, monitor: Monitor) -> None:
         monitor.note(msg["note"])
     elif "result" in msg:
         outcome.result = msg["result"]
+        outcome.clock["result"] = time.time()
     elif "error" in msg and outcome.error is None:
         outcome.error = msg
 

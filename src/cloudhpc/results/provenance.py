@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import socket
+import sys
 from functools import lru_cache
 
 from .. import __version__
@@ -32,7 +33,10 @@ def host_info() -> dict:
     }
 
 
-def software() -> dict:
-    import numpy
-
-    return {"cloudhpc": __version__, "numpy": numpy.__version__}
+def software(ranks: dict | None = None) -> dict:
+    """cloudhpc's version and the libraries the ranks ran with (numpy, numba, scipy: reported by
+    rank 0, so that this process need not import them: numpy alone is 0.1 s of start-up)."""
+    found = dict(ranks or {})
+    if "numpy" not in found and "numpy" in sys.modules:
+        found["numpy"] = sys.modules["numpy"].__version__
+    return {"cloudhpc": __version__, **found}

@@ -49,6 +49,7 @@ def make_record(
     engine_info: dict[str, Any] | None = None,
     checked_against: str | None = None,
     jit: dict[str, Any] | None = None,
+    software_versions: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """A complete record: provenance from the job and this host, results from the app's body."""
     started = started or now_utc()
@@ -68,7 +69,7 @@ def make_record(
         "cloudhpc_version": __version__,
         "started_at": started.isoformat(timespec="seconds"),
         "host": host_info(),
-        "software": software(),
+        "software": software(software_versions),
         "mpi": mpi or {},
         "launcher": job.launcher,
         "launch": launch or {},

@@ -10,8 +10,7 @@ CloudhpcError naming the file and the line or row."""
 from __future__ import annotations
 
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from ...errors import CloudhpcError
 from ...paths import check_input_file
@@ -19,7 +18,10 @@ from ...paths import check_input_file
 TEXT_SUFFIXES = (".tsv", ".txt", ".edges", ".el", ".csv")
 COMMENTS = ("#", "%")
 
-Edges = tuple[np.ndarray, np.ndarray, "np.ndarray | None"]
+if TYPE_CHECKING:  # numpy is imported by the readers: the headers are checked without it
+    import numpy as np
+
+    Edges = tuple[np.ndarray, np.ndarray, np.ndarray | None]
 
 
 def edge_format(path: str) -> str:
@@ -47,6 +49,8 @@ def check_edge_file(path: str) -> None:
 
 
 def _open_npy(path: str) -> np.ndarray:
+    import numpy as np
+
     try:
         arr = np.load(path, mmap_mode="r", allow_pickle=False)
     except Exception as exc:
@@ -99,6 +103,8 @@ def edge_rows(path: str) -> int:
 
 def read_block(path: str, lo: int, hi: int) -> Edges:
     """Rows [lo, hi) of a .npy or Parquet edge file."""
+    import numpy as np
+
     if edge_format(path) == "npy":
         table = np.asarray(_open_npy(path)[lo:hi])
         cols = [table[:, i] for i in range(table.shape[1])]
@@ -116,6 +122,8 @@ def read_block(path: str, lo: int, hi: int) -> Edges:
 
 def read_text(path: str) -> Edges:
     """A whole text edge list."""
+    import numpy as np
+
     header, first = _header_line(path)
     delimiter = "," if path.lower().endswith(".csv") else None
     try:
@@ -200,6 +208,8 @@ def _first_bad_line(path: str, delimiter: str | None, header: int) -> str:
 def _checked(path: str, cols: list[np.ndarray], where) -> Edges:
     """int64 ids (non-negative integers) and finite float64 weights, or one line on the first
     bad one."""
+    import numpy as np
+
     ids = []
     for c in cols[:2]:
         c = np.asarray(c)

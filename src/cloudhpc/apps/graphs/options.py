@@ -9,7 +9,7 @@ from typing import Any
 
 from ...errors import CloudhpcError
 from ...paths import RunFiles
-from ..arrays import check_output_path, check_seed
+from ..checks import check_output_path, check_seed
 from .inputs import check_edge_file
 
 MAX_VERTICES = 1 << 31

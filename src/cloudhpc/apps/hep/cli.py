@@ -24,7 +24,7 @@ import numpy as np
 from ...errors import CloudhpcError
 from ...models.spill import parse_bytes
 from ...paths import RunFiles, check_output_dir, check_output_file
-from ..arrays import check_seed
+from ..checks import check_seed
 from . import readers as io
 
 HELP = "map-reduce: histogram HEP events from ROOT, Parquet or .npy files"

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...errors import CloudhpcError
 from ...paths import RunFiles
-from ..arrays import check_output_path, check_seed
+from ..checks import check_output_path, check_seed
 from .inputs import check_inputs
 
 HELP = "k-means clustering (Lloyd): iterative map-reduce or hand-written MPI"

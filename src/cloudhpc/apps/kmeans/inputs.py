@@ -6,16 +6,19 @@ every rank (all ranks read the same headers, so they agree and none waits in a c
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from ...errors import CloudhpcError
-from ..arrays import open_npy, require_2d, require_finite
+
+if TYPE_CHECKING:
+    import numpy as np
+# arrays.py (numpy) is imported where a file is read: --generate runs check without numpy
 
 
 def open_points(path: str) -> np.ndarray:
     """The points file, memory-mapped, checked to be a non-empty 2-D float array."""
+    from ..arrays import open_npy, require_2d
+
     arr = open_npy(path, "points")
     require_2d(arr, "points", path)
     n, d = arr.shape
@@ -26,6 +29,8 @@ def open_points(path: str) -> np.ndarray:
 
 def open_centers(path: str, k_expected: int | None, d: int, n_total: int) -> np.ndarray:
     """The initial-centers file, memory-mapped, checked against the points and --k."""
+    from ..arrays import open_npy, require_2d
+
     arr = open_npy(path, "centers")
     require_2d(arr, "centers", path)
     k, dc = arr.shape
@@ -43,6 +48,8 @@ def open_centers(path: str, k_expected: int | None, d: int, n_total: int) -> np.
 def check_inputs(params: dict[str, Any]) -> None:
     """Shapes, dtypes and k against N from the headers (or the --generate sizes), and every
     value finite (NaN or inf would make NaN centers)."""
+    if params.get("points") or params.get("centers_in"):
+        from ..arrays import require_finite
     if params.get("points"):
         points = open_points(params["points"])
         require_finite(points, "points", params["points"])

@@ -19,7 +19,7 @@ from typing import Any
 
 from ...errors import CloudhpcError
 from ...paths import RunFiles
-from ..arrays import check_output_path, check_seed
+from ..checks import check_output_path, check_seed
 from .inputs import open_inputs
 
 HELP = "matrix multiplication: Cannon's algorithm (MPI) or iterative map-reduce"

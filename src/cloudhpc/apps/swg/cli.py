@@ -15,7 +15,7 @@ from typing import Any
 
 from ...errors import CloudhpcError
 from ...paths import RunFiles
-from ..arrays import check_output_path, check_seed
+from ..checks import check_output_path, check_seed
 from .data import DNA, encode, generate, guess_alphabet, read_fasta
 from .scoring import Matrix, allowed_letters, scoring_from_params
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from ...errors import CloudhpcError
 from ...paths import RunFiles
-from ..arrays import check_output_path
+from ..checks import check_output_path
 
 HELP = "concurrent wave equation: a string split across ranks, halo exchange with Sendrecv"
 MAIN = "cloudhpc.apps.wave.job:main"
