@@ -103,7 +103,8 @@ def test_bad_input_on_one_rank_is_one_line():
 
 
 @pytest.mark.parametrize(
-    "mode, why", [("raise", "RuntimeError: selftest: crash on purpose"), ("exit", "exit code")]
+    "mode, why",
+    [("raise", "RuntimeError: selftest: crash on purpose"), ("exit", "rank 1 exited with code 3")],
 )
 def test_crashing_rank_fails_the_run_promptly_with_its_stderr(mode, why, capsys):
     outcome = _selftest(mode)

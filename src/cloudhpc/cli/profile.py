@@ -18,7 +18,7 @@ from rich.table import Table
 
 from ..apps.registry import load_app
 from ..errors import CloudhpcError, RunFailed
-from ..launch.runner import raise_for_failure
+from ..launch.runner import failure_text, raise_for_failure
 from ..paths import RunFiles, check_output_file, check_run_files
 from ..profile import load_profile, report
 from ..profile.callsites import MAX_CALLSITE_DEPTH
@@ -205,9 +205,13 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
             "(ended before MPI_Finalize)[/]"
         )
     if failed:
-        why = f"exit code {outcome.returncode}"
-        if outcome.error and outcome.error.get("message"):
-            why = f"rank {outcome.error.get('rank', '?')}: {outcome.error['message']}"
+        error = outcome.error or {}
+        if error.get("kind") == "timeout" or (error.get("message") and "rank" not in error):
+            why = error["message"]  # --timeout: the run's, not a rank's
+        elif error.get("message"):
+            why = f"rank {error['rank']}: {error['message']}"
+        else:  # a rank that ended without a word: which one, as the launcher reported it
+            why = failure_text(outcome)
         raise RunFailed(
             f"the program failed ({why}); the profiles of "
             f"{len(run.profile.ranks)} of {run.profile.nprocs} ranks were kept"

@@ -11,6 +11,7 @@ import glob
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -77,6 +78,8 @@ class Outcome:
     # time.time() when the launcher was started, rank 0's result arrived, the launcher exited,
     # and the run's clean-up was done (start-up and teardown parts of the command's wall time)
     clock: dict[str, float] = field(default_factory=dict)
+    # rank -> wait status of the ranks that did not end with 0, as the launcher reported them
+    rank_exits: dict[int, int] = field(default_factory=dict)
 
 
 @contextmanager
@@ -231,7 +234,11 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
             if msg is not None:
                 _dispatch(msg, outcome, monitor)
             elif not (mpi.stdout_noise and line.startswith(mpi.stdout_noise)):
-                monitor.output(line)
+                rest, ends = mpi.rank_exits(line)
+                if rest or not line:
+                    monitor.output(line)
+                else:  # the launcher's report of how each rank ended
+                    outcome.rank_exits = ends
         proc.wait()
         outcome.clock["exited"] = time.time()
         end_tagged(token)  # whatever the ranks left running (a program's background children)
@@ -249,7 +256,8 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
             timer.join()  # an expiry under way finishes its clean-up first
         monitor.close()
     outcome.returncode = proc.returncode
-    outcome.stderr = "".join(stderr_chunks)
+    outcome.stderr, ends = mpi.rank_exits("".join(stderr_chunks))
+    outcome.rank_exits = ends or outcome.rank_exits
     outcome.wall_s = time.perf_counter() - t0
     if timed_out.is_set():
         outcome.error = {"kind": "timeout", "message": f"the run exceeded --timeout {timeout:g} s"}
@@ -387,8 +395,25 @@ def raise_for_failure(outcome: Outcome) -> None:
     if err:
         raise RunFailed(f"rank {err.get('rank', '?')} failed: {err['message']}")
     if outcome.returncode != 0:
-        raise RunFailed(f"the run failed (exit code {outcome.returncode}); see the output above")
+        above = "; its output is above" if shown else ""
+        raise RunFailed(f"{failure_text(outcome)}{above}")
     raise RunFailed("the run ended without a result from rank 0")
+
+
+def failure_text(outcome: Outcome) -> str:
+    """Why a run that said nothing itself failed: the ranks that ended badly, as the launcher
+    reported them, else its exit code."""
+    ends = []
+    for rank, status in sorted(outcome.rank_exits.items())[:4]:
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            name = signal.Signals(sig).name if sig in signal.valid_signals() else str(sig)
+            ends.append(f"rank {rank} was killed by signal {sig} ({name})")
+        else:
+            ends.append(f"rank {rank} exited with code {os.WEXITSTATUS(status)}")
+    if ends:
+        return "; ".join(ends) + " without a message"
+    return f"the run failed (exit code {outcome.returncode}) without a message from any rank"
 
 
 def launch_program(

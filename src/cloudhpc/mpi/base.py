@@ -67,10 +67,18 @@ class MpiImplementation:
     stdout_noise: tuple[str, ...] = ()
     # srun --mpi=TYPE inside a Slurm allocation
     srun_mpi: str = "pmi2"
+    # asks its launcher to report every rank's exit status when the job ends (rank_exits)
+    exit_report_args: tuple[str, ...] = ()
     # its runtime writes files of its own during a run (session directories, shared-memory
     # segments) that a killed run would leave: the runner gives it a scratch directory that
     # exists for the run alone (run_variables)
     wants_scratch: bool = False
+
+    def rank_exits(self, stderr: str) -> tuple[str, dict[int, int]]:
+        """The launcher's report of each rank's end (exit_report_args) taken out of its output
+        `stderr` (or one line of its stdout): (the rest, {rank: wait status} of the ranks that
+        did not end with 0)."""
+        return stderr, {}
 
     # ---- where it lives --------------------------------------------------------------------
     def prefix(self) -> Path:

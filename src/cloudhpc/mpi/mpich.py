@@ -15,6 +15,7 @@ Transports (MPICH's control variables, read by every rank):
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -30,6 +31,9 @@ def venv_bin(name: str) -> str:
     return path if os.path.exists(path) else name
 
 
+EXIT_REPORT = re.compile(r"\[mpiexec@[^\]]*\] Exit codes: (.*)")
+
+
 class Mpich(MpiImplementation):
     name = "mpich"
     title = "MPICH"
@@ -37,6 +41,20 @@ class Mpich(MpiImplementation):
     leftover_prefix = "/tmp/hydra_hwloc_xmlfile_"
     noise_prefixes = ("=====", "BAD TERMINATION", "PID ", "RUNNING AT ", "EXIT CODE", "CLEANING UP")
     srun_mpi = "pmi2"
+    # "[mpiexec@HOST] Exit codes: [HOST] 0,768 [HOST2] 0,0": wait statuses, host by host, in
+    # rank order (ranks fill the hosts in the order given)
+    exit_report_args = ("-print-all-exitcodes",)
+
+    def rank_exits(self, stderr: str) -> tuple[str, dict[int, int]]:
+        kept, failed = [], {}
+        for line in stderr.splitlines(keepends=True):
+            m = EXIT_REPORT.match(line.strip())
+            if m is None:
+                kept.append(line)
+                continue
+            statuses = [int(s) for s in re.findall(r"\d+", re.sub(r"\[[^\]]*\]", " ", m[1]))]
+            failed = {rank: s for rank, s in enumerate(statuses) if s}
+        return "".join(kept), failed
 
     def prefix(self) -> Path:
         return Path(sys.executable).parent.parent
@@ -102,6 +120,7 @@ class Mpich(MpiImplementation):
             "-n",
             str(job.nprocs),
             *self.binding_args(job),
+            *self.exit_report_args,
             *self.env_args(env),
             *rank_argv,
         ]
@@ -128,6 +147,7 @@ class Mpich(MpiImplementation):
             "-n",
             str(job.nprocs),
             *self.binding_args(job),
+            *self.exit_report_args,
             *self.env_args(env),
             *rank_argv,
         ]

@@ -336,7 +336,12 @@ def summarise(
     total_cells = sum(t["cells"] for t in tallies)
     gcups = total_cells / stage_s / 1e9 if stage_s > 0 else 0.0
     ms_pair_core = stage_s * cores / total_pairs * 1e3
-    balance = max(busy) / min(busy) if min(busy) > 0 else float("inf")
+    # max/min is undefined when a rank had nothing to do (fewer pairs than ranks want): then
+    # null, with the idle ranks counted and the busiest rank against the mean
+    idle = sum(1 for b in busy if b <= 0)
+    balance = max(busy) / min(busy) if not idle else None
+    mean_busy = sum(busy) / len(busy)
+    over_mean = max(busy) / mean_busy if mean_busy > 0 else 1.0
     decomposition, measure = run.pop("decomposition"), run.pop("measure")
     over = run.pop("identity_over")
     metrics = {
@@ -353,6 +358,8 @@ def summarise(
         "ms_per_pair_per_core": ms_pair_core,
         "seed_ms_per_pair_per_core": SEED_MS_PER_PAIR,
         "load_balance_max_over_min": balance,
+        "load_balance_max_over_mean": over_mean,
+        "idle_ranks": idle,
         "busy_max_s": max(busy),
         "busy_min_s": min(busy),
         "align_s_sum": sum(t["align_s"] for t in tallies),
@@ -373,7 +380,8 @@ def summarise(
         + (f" (identity over {OVER_WORDS[over]})" if over else ""),
         f"{decomposition} on {ctx.size} rank(s) x {threads} thread(s): {stage_s:.3f} s, "
         f"{gcups:.2f} GCUPS ({gcups / cores:.2f} per core), {ms_pair_core:.4f} ms per pair per "
-        f"core (seed 000: {SEED_MS_PER_PAIR:g} ms); busy max/min {balance:.3f}",
+        f"core (seed 000: {SEED_MS_PER_PAIR:g} ms); "
+        + _balance_text(balance, over_mean, idle, ctx.size),
         f"kernel: {aligner.kernel}",
     ]
     if verification is not None:
@@ -398,3 +406,12 @@ def summarise(
         "decomposition": decomposition,
         "report": "\n".join(lines),
     }
+
+
+def _balance_text(balance: float | None, over_mean: float, idle: int, ranks: int) -> str:
+    if balance is not None:
+        return f"busy max/min {balance:.3f}"
+    return (
+        f"busy max/mean {over_mean:.3f}; {idle} of {ranks} ranks had no pairs to align "
+        "(fewer blocks than ranks: try a smaller --block)"
+    )
