@@ -48,6 +48,9 @@ def timed(cmd: list[str], env: dict[str, str]) -> tuple[float, str]:
 
 def one_round(src: str, records: str) -> dict:
     env = dict(os.environ, PYTHONPATH=src)
+    # Python's bytecode cache on, as users have it (a shell with PYTHONDONTWRITEBYTECODE=1
+    # recompiles every module of every process: 0.05-0.1 s each for the CLI and the ranks)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     row: dict = {"load": load_average()}
     row["python_s"], _ = timed([sys.executable, "-c", "pass"], env)
     row["cli_version_s"], _ = timed([sys.executable, "-m", "cloudhpc", "--version"], env)
@@ -117,7 +120,8 @@ def main() -> None:
         + ", ".join(f"{k} = `{v}`" for k, v in trees.items())
         + ".",
         "outside = wall - total - job_import (the issue's measure). The parts (the record's "
-        "launch.startup) add up to the wall with rest; region holds total and check.",
+        "launch.startup) add up to the wall with rest; region holds total and check. Python's "
+        "bytecode cache on (PYTHONDONTWRITEBYTECODE unset for the runs).",
     ]
     write_json(
         "startup",

@@ -299,7 +299,9 @@ def startup_parts(cli: dict, ranks: dict | None) -> dict[str, float]:
     if not ranks or not cli.get("launch") or me is None:
         return {}
     t = {"start": me, **cli, **{f"rank_{k}": v for k, v in ranks.items()}}
-    if not t["start"] <= t["launch"] <= t["rank_proc_start"] <= t["rank_ready"]:
+    slack = 0.05  # process start times come in clock ticks (10 ms), read against /proc/uptime
+    order = [t["start"], t["launch"], t["rank_proc_start"], t["rank_ready"]]
+    if any(b < a - slack for a, b in zip(order, order[1:], strict=False)):
         return {}  # the ranks ran elsewhere (another clock), or a clock stepped
     parts = {
         "cli_s": t["launch"] - t["start"],
@@ -313,7 +315,7 @@ def startup_parts(cli: dict, ranks: dict | None) -> dict[str, float]:
     if "exited" in t:
         parts["exit_s"] = t["exited"] - t.get("result", t["rank_result"])
         parts["cleanup_s"] = t.get("cleaned", t["exited"]) - t["exited"]
-    return {k: round(v, 4) for k, v in parts.items()}
+    return {k: round(max(v, 0.0), 4) for k, v in parts.items()}
 
 
 def record_failure(job: Job, started, launch: dict, error: str) -> Path | None:

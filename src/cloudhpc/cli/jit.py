@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CloudhpcError
-from ..launch.runner import Monitor
 from .parser import add_subparser
 from .ui import err, print_table
 
@@ -137,7 +136,20 @@ def _job(item: WarmUp, nprocs: int, threads: int, results: str):
 
 
 def handle_build(args: argparse.Namespace) -> int:
-    from ..launch.runner import plan_job, raise_for_failure, run_plan
+    from ..launch.runner import Monitor, plan_job, raise_for_failure, run_plan
+
+    class _Quiet(Monitor):
+        """A warm-up run's own output and notes ("compiling N kernels") are not for the user:
+        the line per run says what it compiled."""
+
+        def say(self, text: str) -> None:
+            pass
+
+        def note(self, text: str) -> None:
+            pass
+
+        def output(self, line: str) -> None:
+            pass
 
     if args.np < 1 or args.threads < 1:
         raise CloudhpcError("-n and --threads must be at least 1")
@@ -204,20 +216,6 @@ def handle_build(args: argparse.Namespace) -> int:
         markup=False,
     )
     return 1 if failed else 0
-
-
-class _Quiet(Monitor):
-    """A warm-up run's own output and notes ("compiling N kernels") are not for the user: the
-    line per run says what it compiled."""
-
-    def say(self, text: str) -> None:
-        pass
-
-    def note(self, text: str) -> None:
-        pass
-
-    def output(self, line: str) -> None:
-        pass
 
 
 def _line(row: dict) -> str:

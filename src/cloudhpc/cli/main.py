@@ -38,6 +38,8 @@ def build_parser(argv: list[str] | None = None) -> Parser:
     sub = p.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=Parser)
     argv = sys.argv[1:] if argv is None else argv
     wanted = requested(argv, SUBCOMMANDS)
+    if argv == ["--version"]:  # answered by the top parser: no subcommand need be built
+        return p
     for name in (wanted,) if wanted else SUBCOMMANDS:
         try:
             module = importlib.import_module(f"cloudhpc.cli.{name}")
