@@ -35,13 +35,13 @@ def test_local_vm_net_ranks_talk_over_loopback():
 
     job = Job(app="tcp_peers", nprocs=2, layout=Layout(1, 2, 1), env="vm-net", oversubscribe=True)
     plan = get_launcher("local").plan(job)
-    assert plan.env["FI_TCP_IFACE"] == "lo"
+    assert plan.variables["FI_TCP_IFACE"] == "lo"
     i = plan.argv.index("FI_TCP_IFACE")
     assert plan.argv[i - 1 : i + 2] == ["-genv", "FI_TCP_IFACE", "lo"]
     native = get_launcher("local").plan(
         Job(app="tcp_peers", nprocs=2, layout=Layout(1, 2, 1), env="native", oversubscribe=True)
     )
-    assert "FI_TCP_IFACE" not in native.env
+    assert "FI_TCP_IFACE" not in native.variables
 
 
 class Collect(Monitor):

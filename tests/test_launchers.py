@@ -53,12 +53,12 @@ def test_local_argv_env_and_binding():
     assert argv[-3:-1] == ["-m", "cloudhpc.worker"]
     job_back = Job.from_json(argv[-1])
     assert job_back.app == "bench.pingpong" and job_back.nprocs == 1
-    assert plan.env["OMP_NUM_THREADS"] == "1" and plan.env["NUMBA_NUM_THREADS"] == "1"
+    assert plan.variables["OMP_NUM_THREADS"] == "1" and plan.variables["NUMBA_NUM_THREADS"] == "1"
 
 
 def test_layout_threads_are_exported_and_bound():
     plan = plan_job(_job(nprocs=1, layout=Layout(2, 1, 1), oversubscribe=True), preflight=False)
-    assert plan.env["NUMBA_NUM_THREADS"] == "2" and plan.env["OMP_NUM_THREADS"] == "2"
+    assert plan.variables["NUMBA_NUM_THREADS"] == "2" and plan.variables["OMP_NUM_THREADS"] == "2"
     assert _genv(plan.argv)["NUMBA_NUM_THREADS"] == "2"
     assert "-bind-to" not in plan.argv  # oversubscribed ranks are not pinned
     if CORES >= 2:

@@ -3,6 +3,7 @@ entry point group, and `cloudhpc run NAME` runs it on real MPI ranks like a buil
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
@@ -125,3 +126,87 @@ def test_plugin_bad_input_is_one_line(plugin_site, results):
     lines = [ln for ln in r.stderr.splitlines() if "warning" not in ln]
     assert r.returncode == 2 and lines == ["cloudhpc: error: --upto must be at least 1, got 0"]
     assert not results.exists()
+
+
+# ---- launchers, environments, MPI implementations and engines from other packages --------------
+RUNTIME_PYPROJECT = """\
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "cloudhpc-extras"
+version = "0.1"
+
+[project.entry-points."cloudhpc.mpi"]
+mpich-twin = "cloudhpc_extras:MpichTwin"
+[project.entry-points."cloudhpc.environments"]
+same-host = "cloudhpc_extras:SameHost"
+[project.entry-points."cloudhpc.launchers"]
+local-twin = "cloudhpc_extras:LocalTwin"
+[project.entry-points."cloudhpc.engines"]
+serial-twin = "cloudhpc.engines.serial:SerialEngine"
+
+[tool.setuptools]
+packages = ["cloudhpc_extras"]
+"""
+
+RUNTIME_PLUGIN = '''\
+"""Another MPI implementation, environment and launcher, each a subclass of a built-in one."""
+from cloudhpc.envs.native import Native
+from cloudhpc.launch.local import LocalLauncher
+from cloudhpc.mpi.mpich import Mpich
+
+
+class MpichTwin(Mpich):
+    name = "mpich-twin"
+    title = "MPICH (a plugin's)"
+
+
+class SameHost(Native):
+    name = "same-host"
+    description = "a plugin's environment: shared memory, as native"
+
+
+class LocalTwin(LocalLauncher):
+    name = "local-twin"
+'''
+
+
+@pytest.fixture(scope="module")
+def runtime_site(tmp_path_factory) -> Path:
+    src = tmp_path_factory.mktemp("extras-src")
+    (src / "cloudhpc_extras").mkdir()
+    (src / "cloudhpc_extras" / "__init__.py").write_text(RUNTIME_PLUGIN)
+    (src / "pyproject.toml").write_text(RUNTIME_PYPROJECT)
+    site = tmp_path_factory.mktemp("extras-site")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--no-index", "--target", str(site), str(src)],
+        check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return site
+
+
+def test_plugin_launcher_environment_and_mpi_run(runtime_site, results):
+    env = {"PYTHONPATH": str(runtime_site)}
+    rec = run_json(
+        "bench", "pingpong", "-n", "2", "--sizes", "8", "--iters", "20", "--mpi", "mpich-twin",
+        "--env", "same-host", "--launcher", "local-twin", "--results", str(results), env=env,
+    )  # fmt: skip
+    assert rec["mpi"]["name"] == "mpich-twin" and rec["mpi"]["library"].startswith("MPICH")
+    assert rec["env"]["name"] == "same-host" and rec["launcher"] == "local-twin"
+    assert rec["rows"][0]["bytes"] == 8 and rec["rows"][0]["t_usec"] > 0
+    listed = json.loads(run_cli("mpi", "list", "--json", env=env).stdout)
+    assert "mpich-twin" in {row["name"] for row in listed}
+    rec = run_json("run", "kmeans", "--generate", "--n", "2000", "--k", "3", "--iterations", "2",
+                   "--engine", "serial-twin", "--results", str(results), env=env)  # fmt: skip
+    assert rec["engine"] == "serial-twin" and rec["nprocs"] == 1
+
+
+def test_unknown_names_list_the_plugins_too(runtime_site, results):
+    env = {"PYTHONPATH": str(runtime_site)}
+    r = run_cli("bench", "pingpong", "--mpi", "nope", "--results", str(results), env=env)
+    assert r.returncode == 2 and "known: intelmpi, mpich, openmpi, mpich-twin" in r.stderr
+    r = run_cli("bench", "pingpong", "--launcher", "nope", "--results", str(results), env=env)
+    assert r.returncode == 2 and "local-twin" in r.stderr

@@ -148,7 +148,7 @@ def test_stripe_volume_place_and_read(three, data, tmp_path, results):
         "vs",
         "--hosts",
         c.hosts_file,
-        "--layout",
+        "--type",
         "stripe",
         "--stripe-size",
         "64k",
@@ -254,7 +254,7 @@ def test_distribute_volume_and_bad_input(three, data, tmp_path, results):
         "vd",
         "--hosts",
         c.hosts_file,
-        "--layout",
+        "--type",
         "distribute",
         "--by",
         "space",
@@ -272,7 +272,7 @@ def test_distribute_volume_and_bad_input(three, data, tmp_path, results):
     hf = c.hosts_file
     for argv, what in (
         (
-            ("volume", "create", "x", "--hosts", hf, "--layout", "stripe", "/nonexistent"),
+            ("volume", "create", "x", "--hosts", hf, "--type", "stripe", "/nonexistent"),
             "file /nonexistent does not exist",
         ),
         (
@@ -282,7 +282,7 @@ def test_distribute_volume_and_bad_input(three, data, tmp_path, results):
                 "x",
                 "--hosts",
                 hf,
-                "--layout",
+                "--type",
                 "stripe",
                 "--stripe-size",
                 "0",
@@ -291,7 +291,7 @@ def test_distribute_volume_and_bad_input(three, data, tmp_path, results):
             "--stripe-size must be positive",
         ),
         (
-            ("volume", "create", "vd", "--hosts", hf, "--layout", "stripe", str(data)),
+            ("volume", "create", "vd", "--hosts", hf, "--type", "stripe", str(data)),
             "volume vd exists",
         ),
         (
@@ -359,7 +359,7 @@ def test_sigterm_during_create_leaves_nothing(three, tmp_path):
             "vt",
             "--hosts",
             c.hosts_file,
-            "--layout",
+            "--type",
             "stripe",
             "--stripe-size",
             "1m",
@@ -392,7 +392,7 @@ def test_a_sigkilled_create_is_swept_by_the_next_volume_command(three, tmp_path)
         fh.truncate(1 << 30)
     proc = subprocess.Popen(
         [sys.executable, "-m", "cloudhpc", "volume", "create", "vk", "--hosts", c.hosts_file,
-         "--layout", "stripe", "--stripe-size", "1m", str(big)],
+         "--type", "stripe", "--stripe-size", "1m", str(big)],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     deadline = time.monotonic() + 60
@@ -476,7 +476,7 @@ def test_volume_on_real_machines_over_ssh(tmp_path, results, data):
             "rv",
             "--hosts",
             str(machines),
-            "--layout",
+            "--type",
             "stripe",
             "--stripe-size",
             "64k",

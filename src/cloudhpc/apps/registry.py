@@ -2,7 +2,7 @@
 
 A `cloudhpc run` app is a light module with the CLI hooks (see docs/DEVELOPING.md, "The app
 contract"): HELP, add_arguments(parser), params_from_args(args), validate(params, nprocs) and
-MAIN = "module:function", the job every rank runs. cloudhpc's own are listed in BUILTIN. Any other
+MAIN = "module:function", the job every rank runs. cloudhpc's own are listed in APPS. Any other
 installed package adds one through an entry point in the `cloudhpc.apps` group, the packaging
 convention pytest and others use for plugins::
 
@@ -17,33 +17,34 @@ imported on first use, so starting a worker imports only the app it runs.
 from __future__ import annotations
 
 import importlib
-import sys
 from collections.abc import Callable
-from functools import cache
 from types import ModuleType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import CloudhpcError
 from ..registry import Registry
 
-if TYPE_CHECKING:
-    from importlib.metadata import EntryPoint
-
 ENTRY_POINT_GROUP = "cloudhpc.apps"
 
-# `cloudhpc run NAME` -> the app's CLI module (which names its job in MAIN)
-BUILTIN: dict[str, str] = {
-    "assemble": "cloudhpc.apps.assemble.cli",
-    "files": "cloudhpc.apps.files.cli",
-    "hep": "cloudhpc.apps.hep.cli",
-    "kmeans": "cloudhpc.apps.kmeans.cli",
-    "matmul": "cloudhpc.apps.matmul.cli",
-    "pagerank": "cloudhpc.apps.pagerank.cli",
-    "components": "cloudhpc.apps.components.cli",
-    "sssp": "cloudhpc.apps.sssp.cli",
-    "swg": "cloudhpc.apps.swg.cli",
-    "wave": "cloudhpc.apps.wave.cli",
-}
+# `cloudhpc run NAME` -> the app's CLI module (which names its job in MAIN); plugins through the
+# cloudhpc.apps entry point group
+APPS = Registry(
+    "app",
+    {
+        "assemble": "cloudhpc.apps.assemble.cli",
+        "files": "cloudhpc.apps.files.cli",
+        "hep": "cloudhpc.apps.hep.cli",
+        "kmeans": "cloudhpc.apps.kmeans.cli",
+        "matmul": "cloudhpc.apps.matmul.cli",
+        "pagerank": "cloudhpc.apps.pagerank.cli",
+        "components": "cloudhpc.apps.components.cli",
+        "sssp": "cloudhpc.apps.sssp.cli",
+        "swg": "cloudhpc.apps.swg.cli",
+        "wave": "cloudhpc.apps.wave.cli",
+    },
+    group=ENTRY_POINT_GROUP,
+)
+BUILTIN = APPS  # the name older code and plugins' tests used
 
 # jobs that are not `run` apps: name -> "module:function"
 MAINS = Registry(
@@ -64,37 +65,21 @@ MAINS = Registry(
 REQUIRED_HOOKS = ("add_arguments", "params_from_args")
 
 
-@cache
-def plugins() -> dict[str, EntryPoint]:
+def plugins() -> dict:
     """Apps other installed packages register (a built-in name cannot be taken over)."""
-    from importlib.metadata import entry_points  # 25 ms: only when a name is not built in
-
-    found = {}
-    for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if ep.name in BUILTIN or ep.name in MAINS:
-            _warn(f"plugin app {ep.name!r} from {ep.value} ignored: cloudhpc has one of that name")
-        elif ep.name not in found:
-            found[ep.name] = ep
-    return found
+    return APPS.plugins(reserved=tuple(MAINS))
 
 
 def run_apps() -> list[str]:
     """Every `cloudhpc run` app's name: cloudhpc's own first, then plugins."""
-    return [*BUILTIN, *sorted(plugins())]
+    return [*APPS, *sorted(plugins())]
 
 
 def load_app(name: str) -> ModuleType | Any:
     """The CLI module of a `run` app, checked to have the hooks the CLI calls."""
-    if name in BUILTIN:
-        app = importlib.import_module(BUILTIN[name])
-    elif name in plugins():
-        ep = plugins()[name]
-        try:
-            app = ep.load()
-        except Exception as e:  # a broken plugin must not take cloudhpc down with it
-            raise CloudhpcError(f"plugin app {name!r} ({ep.value}) failed to load: {e}") from None
-    else:
+    if name not in APPS and name not in plugins():
         raise CloudhpcError(f"unknown app {name!r}; known: {', '.join(run_apps())}")
+    app = APPS.lookup(name)
     missing = [h for h in REQUIRED_HOOKS if not callable(getattr(app, h, None))]
     if not (isinstance(getattr(app, "MAIN", None), str) or callable(getattr(app, "main", None))):
         missing.append("MAIN")
@@ -120,13 +105,9 @@ def resolve(name: str) -> Callable:
 
 def known(name: str) -> bool:
     """A job name a worker can run (a `run` app or one of MAINS)."""
-    return name in MAINS or name in BUILTIN or name in plugins()
+    return name in MAINS or name in APPS or name in plugins()
 
 
 def register(name: str, target: str) -> None:
     """Add a job that is not a `run` app at import time; `target` is "module:function"."""
     MAINS.register(name, target)
-
-
-def _warn(text: str) -> None:
-    print(f"cloudhpc: warning: {text}", file=sys.stderr)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import shlex
 import sys
@@ -12,19 +11,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..envs import environment_names, get_environment
+from ..envs import environment_names
 from ..errors import CloudhpcError, EnvironmentFailure
-from ..hostfile import read_hosts_file
-from ..job import Job, Layout
-from ..launch import LAUNCHERS, choose_launcher
-from ..launch.layout import parse_layout
+from ..job import Job
+from ..launch import LAUNCHERS
+from ..launch.options import DEFAULT_RESULTS, LaunchOptions, make_job
 from ..launch.runner import plan_job, provisioned, raise_for_failure, run_plan
 from ..mpi import DEFAULT as DEFAULT_MPI
-from ..mpi import get_implementation, implementation_names
-from ..results.store import check_writable, make_record, now_utc, store_path, write_record
+from ..mpi import IMPLEMENTATIONS
+from ..results.store import check_writable, make_record, now_utc, write_record
 from .ui import ProgressMonitor, err, out
-
-DEFAULT_RESULTS = "cloudhpc-results"
 
 
 def add_launch_options(p: argparse.ArgumentParser, default_np: int = 1) -> None:
@@ -67,7 +63,7 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int = 1) -> None:
         "--mpi",
         default=DEFAULT_MPI,
         metavar="NAME",
-        help=f"MPI implementation: {', '.join(implementation_names())}; mpich is the venv's, "
+        help=f"MPI implementation: {', '.join(sorted(IMPLEMENTATIONS))}; mpich is the venv's, "
         "the others are installed from PyPI into a prefix of their own on first use "
         "(`cloudhpc mpi list` shows where)",
     )
@@ -109,64 +105,29 @@ def job_from_args(
     engine: str = "mpi",
     engine_options: dict[str, Any] | None = None,
 ) -> Job:
-    """Validate the launch options and build the immutable Job."""
-    store_path(args.results)  # '' would be the current directory
-    if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout > 0):
-        raise CloudhpcError(f"--timeout must be a positive number of seconds, not {args.timeout:g}")
-    layout = parse_layout(args.layout) if args.layout else None
-    nprocs = args.np
-    if nprocs is not None and nprocs < 1:
-        raise CloudhpcError(f"-n must be at least 1, got {nprocs}")
-    if layout is not None:
-        if nprocs is not None and nprocs != layout.nprocs:
-            raise CloudhpcError(
-                f"-n {nprocs} does not match --layout {args.layout} "
-                f"({layout.procs_per_node} x {layout.nodes} = {layout.nprocs} processes)"
-            )
-        nprocs = layout.nprocs
-    placement = getattr(args, "placement", None)
-    if placement:
-        nprocs, hosts = _placement(args, layout, placement)
-    if nprocs is None:
-        nprocs = 1 if engine == "serial" else args._default_np
-    if layout is None:
-        layout = Layout(1, nprocs, 1)
-    get_environment(args.env)  # unknown names and bad arguments: one line
-    mpi = getattr(args, "mpi", DEFAULT_MPI)
-    get_implementation(mpi)  # unknown names: one line
-    if not placement:
-        hosts = read_hosts_file(args.hosts) if args.hosts else ()
-    hosts_path = placement or args.hosts
-    cluster = cluster_of_hosts_file(hosts_path, hosts) if hosts else None
-    if cluster is not None and engine != "mpi":
-        raise CloudhpcError(
-            f"the hosts of cluster {cluster['name']} run --engine mpi jobs, not {engine}"
-        )
-    launcher = args.launcher or ("cluster" if cluster else choose_launcher(bool(hosts), engine))
-    if launcher not in LAUNCHERS:
-        raise CloudhpcError(f"unknown launcher {launcher!r}; known: {', '.join(sorted(LAUNCHERS))}")
-    if cluster is not None and launcher != "cluster":
-        raise CloudhpcError(
-            f"{hosts_path} lists hosts of cluster {cluster['name']}, which start with the "
-            f"cluster launcher, not {launcher}"
-        )
-    return Job(
-        app=app,
-        params=params,
-        nprocs=nprocs,
-        layout=layout,
-        layout_given=args.layout is not None,
+    """Validate the launch options and build the immutable Job (launch/options.py: the same
+    policy for every caller)."""
+    return make_job(app, params, launch_options(args, engine_options), engine=engine)
+
+
+def launch_options(
+    args: argparse.Namespace, engine_options: dict[str, Any] | None = None
+) -> LaunchOptions:
+    """The launch options of a parsed command line."""
+    return LaunchOptions(
+        nprocs=args.np,
+        hosts=args.hosts,
+        placement=getattr(args, "placement", None),
+        layout=args.layout,
         env=args.env,
-        mpi=mpi,
-        engine=engine,
-        launcher=launcher,
-        hosts=hosts,
+        mpi=getattr(args, "mpi", DEFAULT_MPI),
+        launcher=args.launcher,
         oversubscribe=args.oversubscribe,
-        results_dir=args.results,
+        timeout=args.timeout,
+        results=args.results,
         command_line=command_line(),
-        timeout_s=args.timeout,
+        default_np=args._default_np,
         engine_options=dict(engine_options or {}),
-        cluster=cluster,
     )
 
 
@@ -182,38 +143,6 @@ def hosts_sharing(job: Job) -> int | None:
             return int(os.environ.get("SLURM_JOB_NUM_NODES") or job.layout.nodes or 1)
         return 1
     return len({h.name for h in job.hosts})
-
-
-def _placement(args: argparse.Namespace, layout, path: str):
-    """-n and the hosts of --placement PLAN: the plan's lines, in rank order."""
-    from ..placement.planfile import read_plan
-
-    if layout is not None:
-        raise CloudhpcError("--placement places every rank; it cannot be combined with --layout")
-    plan = read_plan(path)
-    total = sum(h.slots for h in plan)
-    if args.np is not None and args.np != total:
-        raise CloudhpcError(f"-n {args.np} does not match --placement {path} ({total} ranks)")
-    if args.hosts:
-        allowed = {h.name for h in read_hosts_file(args.hosts)}
-        strangers = [h.name for h in plan if h.name not in allowed]
-        if strangers:
-            raise CloudhpcError(f"--placement {path} uses {strangers[0]}, not in {args.hosts}")
-    return total, plan
-
-
-def cluster_of_hosts_file(path: str, hosts) -> dict | None:
-    """The description of the emulated cluster whose hosts file this is (None: real hosts)."""
-    from pathlib import Path
-
-    from ..cluster import cluster_of_hosts
-
-    try:
-        text = Path(path).read_text()
-    except OSError:
-        text = ""
-    found = cluster_of_hosts(hosts, text, source=path)
-    return found.to_dict() if found is not None else None
 
 
 def execute(
@@ -232,7 +161,7 @@ def execute(
         with provisioned(job, dry_run=True) as ready:
             plan = plan_job(ready, preflight=False)
         if args.json:
-            print(json.dumps({"argv": plan.argv, "env": plan.env, "launcher": plan.launcher}))
+            print(json.dumps({"argv": plan.argv, "env": plan.variables, "launcher": plan.launcher}))
         else:
             out.print(plan.render(), highlight=False, markup=False, soft_wrap=True)
         return None
@@ -242,7 +171,7 @@ def execute(
         plan = plan_job(job)
         started = now_utc()
         outcome = run_plan(plan, monitor, job.timeout_s)
-    launch = {"argv": plan.argv, "env": plan.env, "wall_s": round(outcome.wall_s, 3)}
+    launch = {"argv": plan.argv, "env": plan.variables, "wall_s": round(outcome.wall_s, 3)}
     try:
         raise_for_failure(outcome)
     except EnvironmentFailure as e:  # a full disk: the run is recorded, if its record fits

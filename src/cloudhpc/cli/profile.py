@@ -154,7 +154,7 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
     if args.dry_run:
         plan = dry_run_plan(job, program, args.trace, args.callsite_depth)
         if args.json:
-            print(json.dumps({"argv": plan.argv, "env": plan.env, "launcher": plan.launcher}))
+            print(json.dumps({"argv": plan.argv, "env": plan.variables, "launcher": plan.launcher}))
         else:
             out.print(plan.render(), highlight=False, markup=False, soft_wrap=True)
         return 0

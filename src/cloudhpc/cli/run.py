@@ -52,7 +52,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
             r.add_argument(
                 "--engine",
                 default="mpi",
-                choices=sorted(ENGINES),
+                metavar="NAME",
                 help="where tasks execute: mpi (SPMD ranks), serial (one process, the T(1) "
                 "baseline) or ray (a driver and -n P worker actors that survive lost workers)",
             )
@@ -89,6 +89,8 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
 
 def handle(args: argparse.Namespace) -> int:
     module = args._app_module
+    if not ENGINES.known(args.engine):
+        raise CloudhpcError(f"unknown engine {args.engine!r}; known: {', '.join(ENGINES.names())}")
     if args.engine == "serial" and args.np not in (None, 1):
         raise CloudhpcError(f"--engine serial runs one process; got -n {args.np}")
     engines = getattr(module, "ENGINES", None)

@@ -6,6 +6,7 @@ import argparse
 import json
 from collections.abc import Sequence
 
+from ..errors import CloudhpcError
 from .parser import add_subparser
 from .ui import err, out, print_table, table
 
@@ -35,7 +36,7 @@ shared home directory).
 
 examples:
   H=$(cloudhpc cluster up demo --hosts 3 --slots 6 --link 1gbit)
-  cloudhpc volume create data --hosts $H --layout stripe --stripe-size 64m big.dat
+  cloudhpc volume create data --hosts $H --type stripe --stripe-size 64m big.dat
   cloudhpc volume show data
   cloudhpc place --volume data -n 6 --policy data-aware --out plan.hosts
   cloudhpc bench ior --volume data -n 6 --placement plan.hosts --read
@@ -54,9 +55,18 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         metavar="FILE",
         help="a cluster's hosts file, or real machines' (host order)",
     )
-    c.add_argument("--layout", required=True, choices=("distribute", "stripe"))
     c.add_argument(
-        "--stripe-size", default="64m", metavar="BYTES", help="stripe size (stripe layout)"
+        "--type",
+        dest="volume_type",
+        choices=("distribute", "stripe"),
+        help="GlusterFS's volume types: distribute (each file whole on one host) or stripe "
+        "(files cut into stripes across the hosts)",
+    )
+    # the option's first name; --layout of running commands is TxMxN, so it became --type
+    c.add_argument("--layout", dest="volume_type", choices=("distribute", "stripe"),
+                   help=argparse.SUPPRESS)  # fmt: skip
+    c.add_argument(
+        "--stripe-size", default="64m", metavar="BYTES", help="stripe size (stripe volumes)"
     )
     c.add_argument(
         "--by",
@@ -125,9 +135,11 @@ def handle(args: argparse.Namespace) -> int:
 
     volumes.sweep_partials()  # what a SIGKILLed create left on the hosts
     if args.action == "create":
+        if args.volume_type is None:
+            raise CloudhpcError("volume create needs --type distribute or --type stripe")
         stripe = (
             volumes.parse_bytes(args.stripe_size, "--stripe-size")
-            if args.layout == "stripe"
+            if args.volume_type == "stripe"
             else None
         )
         from rich.progress import BarColumn, DownloadColumn, Progress, TimeElapsedColumn
@@ -144,7 +156,7 @@ def handle(args: argparse.Namespace) -> int:
             m = volumes.create(
                 args.name,
                 args.hosts,
-                args.layout,
+                args.volume_type,
                 args.files,
                 stripe_size=stripe,
                 distribute_by=args.by,

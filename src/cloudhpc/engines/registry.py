@@ -8,21 +8,26 @@ that one instance.
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 from typing import TYPE_CHECKING, Any
 
 from ..errors import CloudhpcError
+from ..registry import Registry
 
 if TYPE_CHECKING:  # base imports numpy; the CLI reads ENGINES without it
     from .base import Engine
 
-# Strings, so that choosing the serial engine never imports mpi4py (nor ray).
-ENGINES: dict[str, str] = {
-    "mpi": "cloudhpc.engines.mpi:MPIEngine",
-    "serial": "cloudhpc.engines.serial:SerialEngine",
-    "ray": "cloudhpc.engines.ray_engine:RayEngine",
-}
+# Strings, so that choosing the serial engine never imports mpi4py (nor ray). Classes, not
+# instances: an SPMD engine is built on the job's communicator.
+ENGINES = Registry(
+    "engine",
+    {
+        "mpi": "cloudhpc.engines.mpi:MPIEngine",
+        "serial": "cloudhpc.engines.serial:SerialEngine",
+        "ray": "cloudhpc.engines.ray_engine:RayEngine",
+    },
+    group="cloudhpc.engines",
+)
 
 # engine -> (the module it needs, how to install it): checked before launch, without importing
 REQUIRES: dict[str, tuple[str, str]] = {
@@ -30,9 +35,10 @@ REQUIRES: dict[str, tuple[str, str]] = {
 }
 
 
-def register(name: str, target: str) -> None:
-    """Add an engine ("module:Class"); the class takes the job's communicator (or None)."""
-    ENGINES[name] = target
+def register(name: str, target: str | type) -> None:
+    """Add an engine ("module:Class" or the class); the class takes the job's communicator (or
+    None). Other packages add theirs through the cloudhpc.engines entry point group."""
+    ENGINES.register(name, target)
 
 
 def check_available(name: str) -> None:
@@ -51,14 +57,10 @@ def check_available(name: str) -> None:
 
 
 def _engine_class(name: str) -> type[Engine]:
-    try:
-        module, cls = ENGINES[name].split(":")
-    except KeyError:
-        raise CloudhpcError(
-            f"unknown engine {name!r}; known: {', '.join(sorted(ENGINES))}"
-        ) from None
-    check_available(name)
-    return getattr(importlib.import_module(module), cls)
+    if not ENGINES.known(name):
+        raise CloudhpcError(f"unknown engine {name!r}; known: {', '.join(ENGINES.names())}")
+    check_available(name)  # before the import, which would fail without the optional extra
+    return ENGINES.lookup(name)
 
 
 def get_engine(name: str, comm: Any = None) -> Engine:

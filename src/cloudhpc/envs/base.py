@@ -65,17 +65,20 @@ class Environment:
         }
 
 
-ENVIRONMENTS = Registry("environment")
+ENVIRONMENTS = Registry("environment", group="cloudhpc.environments", make=True)
 
 
-def register_environment(env: Environment) -> None:
-    ENVIRONMENTS.register(env.name, env)
+def register_environment(
+    env: Environment | type[Environment] | str, name: str | None = None
+) -> None:
+    """Add an environment: an instance, a class, or "module:Class" (made on first use)."""
+    ENVIRONMENTS.register(name or env.name, env)
 
 
 def get_environment(name: str) -> Environment:
     base, sep, value = name.partition(":")
-    if base not in ENVIRONMENTS:
-        known = ", ".join(environment_names())
+    if not ENVIRONMENTS.known(base):
+        known = ", ".join([*environment_names(), *sorted(ENVIRONMENTS.plugins())])
         raise CloudhpcError(f"unknown environment {name!r}; known: {known}")
     env = ENVIRONMENTS.lookup(base)
     if sep:
@@ -86,5 +89,6 @@ def get_environment(name: str) -> Environment:
 
 
 def environment_names() -> list[str]:
-    """For help texts: `native`, `vm-net`, `capped:RATE`."""
-    return sorted(f"{n}:{e.argument}" if e.argument else n for n, e in ENVIRONMENTS.items())
+    """For help texts, cloudhpc's own: `native`, `vm-net`, `capped:RATE`."""
+    envs = {n: ENVIRONMENTS.lookup(n) for n in ENVIRONMENTS}
+    return sorted(f"{n}:{e.argument}" if e.argument else n for n, e in envs.items())

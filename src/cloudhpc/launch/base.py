@@ -84,7 +84,7 @@ class Launcher:
         return LaunchPlan(
             notes=notes,
             argv=self.command(job, argv, env),
-            env=env,
+            variables=env,
             launcher=self.name,
             nprocs=job.nprocs,
             hosts=job.hosts,
@@ -100,18 +100,16 @@ class Launcher:
         return get_implementation(job.mpi)
 
 
-LAUNCHERS = Registry("launcher")
+LAUNCHERS = Registry("launcher", group="cloudhpc.launchers", make=True)
 
 
-def register_launcher(launcher: Launcher) -> None:
-    LAUNCHERS.register(launcher.name, launcher)
+def register_launcher(launcher: Launcher | type[Launcher] | str, name: str | None = None) -> None:
+    """Add a launcher: an instance, a class, or "module:Class" (made once, on first use)."""
+    LAUNCHERS.register(name or launcher.name, launcher)
 
 
 def get_launcher(name: str) -> Launcher:
-    item = LAUNCHERS.lookup(name)
-    if isinstance(item, type):  # registered as "module:Class": made once, on first use
-        item = LAUNCHERS[name] = item()
-    return item
+    return LAUNCHERS.lookup(name)
 
 
 def choose_launcher(has_hosts: bool, engine: str) -> str:

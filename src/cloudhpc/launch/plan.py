@@ -11,7 +11,7 @@ from ..job import Host
 @dataclass(frozen=True)
 class LaunchPlan:
     argv: list[str]
-    env: dict[str, str]  # added to the caller's environment
+    variables: dict[str, str]  # environment variables added to the caller's for the launch
     launcher: str
     nprocs: int
     hosts: tuple[Host, ...] = ()
@@ -28,6 +28,6 @@ class LaunchPlan:
         """Shell-ready text for --dry-run: the variables, then the command."""
         lines = [f"# {note}" for note in self.notes]
         lines += [f"# warning: {text}" for text in self.warnings]
-        lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(self.env.items())]
+        lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(self.variables.items())]
         lines.append(shlex.join(self.argv))
         return "\n".join(lines)

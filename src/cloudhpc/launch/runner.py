@@ -179,7 +179,7 @@ def _first_error_file(control_dir: str) -> dict[str, Any] | None:
 
 def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir: str) -> Outcome:
     env = dict(os.environ)
-    env.update(plan.env)
+    env.update(plan.variables)
     env[CONTROL_DIR_VAR] = control_dir
     # Every process of the run inherits this entry, however deep: procs.end_tagged finds them by it.
     token = f"{CONTROL_DIR_VAR}={control_dir}"

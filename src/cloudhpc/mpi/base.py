@@ -201,22 +201,22 @@ def fill(hosts: Sequence[tuple[str, int]], nprocs: int) -> list[tuple[str, int]]
     return out
 
 
-IMPLEMENTATIONS = Registry("MPI implementation")
+IMPLEMENTATIONS = Registry("MPI implementation", group="cloudhpc.mpi", make=True)
 DEFAULT = "mpich"
 
 
-def register_implementation(impl: MpiImplementation) -> None:
-    IMPLEMENTATIONS.register(impl.name, impl)
+def register_implementation(
+    impl: MpiImplementation | type[MpiImplementation] | str, name: str | None = None
+) -> None:
+    """Add an implementation: an instance, a class, or "module:Class" (made on first use)."""
+    IMPLEMENTATIONS.register(name or impl.name, impl)
 
 
 def get_implementation(name: str | None = None) -> MpiImplementation:
     """The implementation called `name` (default: the venv's MPICH); one line for unknown."""
-    name = name or DEFAULT
-    item = IMPLEMENTATIONS.lookup(name)
-    if isinstance(item, type):  # registered as "module:Class": made once, on first use
-        item = IMPLEMENTATIONS[name] = item()
-    return item
+    return IMPLEMENTATIONS.lookup(name or DEFAULT)
 
 
 def implementation_names() -> list[str]:
-    return sorted(IMPLEMENTATIONS)
+    """cloudhpc's own, then plugins' (entry points in the cloudhpc.mpi group)."""
+    return IMPLEMENTATIONS.names()

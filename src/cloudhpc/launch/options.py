@@ -1,0 +1,142 @@
+"""The policy that turns launch options into a Job: the same for the command line, the profiler,
+campaigns and library users.
+
+    from cloudhpc.launch.options import LaunchOptions, make_job
+    job = make_job("bench.pingpong", {"sizes": "0:1k"}, LaunchOptions(nprocs=2, mpi="openmpi"))
+
+Every check is made here, before anything starts, and fails with one line: -n against --layout
+and --placement, the layout's shape, the environment, the MPI implementation and the launcher by
+name, the hosts file (and whether it is an emulated cluster's, whose hosts start with the
+cluster launcher), the timeout.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import CloudhpcError
+from ..hostfile import read_hosts_file
+from ..job import Host, Job, Layout
+from ..mpi import DEFAULT as DEFAULT_MPI
+from ..mpi import get_implementation
+from .base import LAUNCHERS, choose_launcher
+from .layout import parse_layout
+
+DEFAULT_RESULTS = "cloudhpc-results"
+
+
+@dataclass(frozen=True)
+class LaunchOptions:
+    """What the user asked for, as given (the command line's launch options)."""
+
+    nprocs: int | None = None  # -n; None: M*N of the layout, the placement's, or default_np
+    hosts: str | None = None  # a hosts file's path
+    placement: str | None = None  # a plan's path (rank r on its r-th host)
+    layout: str | None = None  # "TxMxN"
+    env: str = "native"
+    mpi: str = DEFAULT_MPI
+    launcher: str | None = None  # None: chosen (slurm in an allocation, hosts, cluster, local)
+    oversubscribe: bool = False
+    timeout: float | None = None
+    results: str = DEFAULT_RESULTS
+    command_line: str = ""
+    default_np: int = 1  # ranks when nothing else says how many
+    engine_options: dict[str, Any] = field(default_factory=dict)
+
+
+def make_job(app: str, params: dict[str, Any], opts: LaunchOptions, engine: str = "mpi") -> Job:
+    """Validate the launch options and build the immutable Job."""
+    from ..envs import get_environment
+    from ..results.store import store_path
+
+    store_path(opts.results)  # '' would be the current directory
+    if opts.timeout is not None and not (math.isfinite(opts.timeout) and opts.timeout > 0):
+        raise CloudhpcError(f"--timeout must be a positive number of seconds, not {opts.timeout:g}")
+    layout = parse_layout(opts.layout) if opts.layout else None
+    nprocs = opts.nprocs
+    if nprocs is not None and nprocs < 1:
+        raise CloudhpcError(f"-n must be at least 1, got {nprocs}")
+    if layout is not None:
+        if nprocs is not None and nprocs != layout.nprocs:
+            raise CloudhpcError(
+                f"-n {nprocs} does not match --layout {opts.layout} "
+                f"({layout.procs_per_node} x {layout.nodes} = {layout.nprocs} processes)"
+            )
+        nprocs = layout.nprocs
+    hosts: tuple[Host, ...] = ()
+    if opts.placement:
+        nprocs, hosts = _placement(opts, layout)
+    if nprocs is None:
+        nprocs = 1 if engine == "serial" else opts.default_np
+    if layout is None:
+        layout = Layout(1, nprocs, 1)
+    get_environment(opts.env)  # unknown names and bad arguments: one line
+    get_implementation(opts.mpi)  # unknown names: one line
+    if not opts.placement:
+        hosts = read_hosts_file(opts.hosts) if opts.hosts else ()
+    hosts_path = opts.placement or opts.hosts
+    cluster = cluster_of_hosts_file(hosts_path, hosts) if hosts else None
+    if cluster is not None and engine != "mpi":
+        raise CloudhpcError(
+            f"the hosts of cluster {cluster['name']} run --engine mpi jobs, not {engine}"
+        )
+    launcher = opts.launcher or ("cluster" if cluster else choose_launcher(bool(hosts), engine))
+    if not LAUNCHERS.known(launcher):
+        raise CloudhpcError(f"unknown launcher {launcher!r}; known: {', '.join(LAUNCHERS.names())}")
+    if cluster is not None and launcher != "cluster":
+        raise CloudhpcError(
+            f"{hosts_path} lists hosts of cluster {cluster['name']}, which start with the "
+            f"cluster launcher, not {launcher}"
+        )
+    return Job(
+        app=app,
+        params=params,
+        nprocs=nprocs,
+        layout=layout,
+        layout_given=opts.layout is not None,
+        env=opts.env,
+        mpi=opts.mpi,
+        engine=engine,
+        launcher=launcher,
+        hosts=hosts,
+        oversubscribe=opts.oversubscribe,
+        results_dir=opts.results,
+        command_line=opts.command_line,
+        timeout_s=opts.timeout,
+        engine_options=dict(opts.engine_options),
+        cluster=cluster,
+    )
+
+
+def _placement(opts: LaunchOptions, layout: Layout | None) -> tuple[int, tuple[Host, ...]]:
+    """-n and the hosts of --placement PLAN: the plan's lines, in rank order."""
+    from ..placement.planfile import read_plan
+
+    path = opts.placement
+    if layout is not None:
+        raise CloudhpcError("--placement places every rank; it cannot be combined with --layout")
+    plan = read_plan(path)
+    total = sum(h.slots for h in plan)
+    if opts.nprocs is not None and opts.nprocs != total:
+        raise CloudhpcError(f"-n {opts.nprocs} does not match --placement {path} ({total} ranks)")
+    if opts.hosts:
+        allowed = {h.name for h in read_hosts_file(opts.hosts)}
+        strangers = [h.name for h in plan if h.name not in allowed]
+        if strangers:
+            raise CloudhpcError(f"--placement {path} uses {strangers[0]}, not in {opts.hosts}")
+    return total, plan
+
+
+def cluster_of_hosts_file(path: str, hosts) -> dict | None:
+    """The description of the emulated cluster whose hosts file this is (None: real hosts)."""
+    from ..cluster import cluster_of_hosts
+
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        text = ""
+    found = cluster_of_hosts(hosts, text, source=path)
+    return found.to_dict() if found is not None else None
