@@ -5,12 +5,15 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
 # Debian packages the tests use: iproute2 (ip, tc) for the emulated cluster (tests/test_cluster.py;
-# its tests are skipped without root). util-linux (unshare) and bash are essential packages.
-DEB_PACKAGES := iproute2
+# its tests are skipped without root); binutils (addr2line) resolves profile call sites to
+# file:line (gcc brings it too). util-linux (unshare) and bash are essential packages.
+DEB_PACKAGES := iproute2 binutils
 # Debian packages the benchmarks compare with: velvet (assemble_velvet.py); gfortran, mpich and
-# libmpich-dev build the reference NPB (npb_mops.py); a Java runtime runs PySpark (kmeans_*.py).
+# libmpich-dev build the reference NPB (npb_mops.py, profiler_vs_mpip.py) and mpiP against
+# Debian's MPICH; g++ builds IMB (build-imb.sh); a Java runtime runs PySpark (kmeans_*.py).
+# mpiP is built without libunwind and libbfd (build-mpip.sh), so it needs neither.
 # `make bench` installs them with apt-get's own progress; no benchmark script installs anything.
-BENCH_DEB_PACKAGES := velvet gfortran mpich libmpich-dev default-jre-headless
+BENCH_DEB_PACKAGES := velvet gfortran mpich libmpich-dev g++ default-jre-headless
 
 .PHONY: demo test lint format bench clean deb-packages mpi-implementations
 

@@ -262,6 +262,13 @@ def test_show_callsites_by_record_id(runs):
     assert {r["Rank"] for r in rows} == {"0", "1", "2", "*"}
 
 
+@pytest.mark.parametrize("depth", ["-1", "9"])
+def test_callsite_depth_out_of_range_one_line(depth, tmp_path):
+    r = run_cli("profile", "--callsite-depth", depth, "--results", str(tmp_path), "--", "/bin/true")
+    assert_one_line_error(r, "--callsite-depth must be 0 to 8")
+    assert not list(tmp_path.iterdir())
+
+
 def test_record_ids_bad_input_one_line(runs, tmp_path):
     results = runs["c-3-native"]["_results"]
     r = run_cli("profile", "show", "nosuchid", "--results", str(results))

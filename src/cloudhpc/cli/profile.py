@@ -250,7 +250,8 @@ def render(
 
 def render_callsites(profile: Profile, rank: int | None, top: int) -> None:
     if not profile.callsites:
-        why = "" if profile.callsite_depth else " (profiled with --callsite-depth 0, or before 2.0)"
+        why = " (profiled with --callsite-depth 0, or by an older cloudhpc)"
+        why = "" if profile.callsite_depth else why
         err.print(f"no call sites in this profile{why}", highlight=False)
         return
     who = f"rank {rank}" if rank is not None else f"all {len(profile.ranks)} ranks"

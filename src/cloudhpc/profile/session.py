@@ -251,5 +251,6 @@ def record_body(
     if is_app and outcome.result:
         app_body = outcome.result.get("body", {})
         body["app_result"] = app_body.get("metrics", {})
+        body["app_timings"] = outcome.result.get("timings", {})  # its own, measured in the job
         body["verified"] = app_body.get("verified")  # the profiled app's own check, if asked
     return body
