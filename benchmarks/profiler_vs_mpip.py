@@ -372,6 +372,11 @@ def med(xs: list[float]) -> float:
     return statistics.median(xs)
 
 
+def paired(xs: list[float], base: list[float]) -> float:
+    """The median of the rounds' ratios: each against the base measured in the same round."""
+    return med([x / b for x, b in zip(xs, base, strict=True)])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
@@ -516,20 +521,20 @@ def report(args, comparisons, pp, ab, ref_cg, own_cg, rounds, iters) -> None:
                 f"| {m['program']} | {m['rank']} | {m['call']} | {m['count']} | "
                 f"{m['mpip_count']} | {m.get('bytes', '')} | {m.get('mpip_bytes', '')} |"
             )
-    p = {k: med(v) for k, v in pp.items()}
     lines += [
         "",
-        f"## Overhead (medians of {rounds} interleaved rounds)",
+        f"## Overhead ({rounds} interleaved rounds: medians, and x plain as the median of each "
+        "round's ratio to the plain run of the same round)",
         "",
         f"IMB-MPI1 PingPong, 8 bytes, {iters} iterations, 2 ranks (t[usec], half a round trip):",
         "",
         "| variant | usec | x plain | rounds |",
         "|---|---|---|---|",
     ]
-    for k, v in p.items():
-        lines.append(
-            f"| {k} | {v:.3f} | {v / p['plain']:.3f} | {', '.join(f'{x:.2f}' for x in pp[k])} |"
-        )
+    for k, v in pp.items():
+        ratio = paired(v, pp["plain"])
+        rounds_text = ", ".join(f"{x:.2f}" for x in v)
+        lines.append(f"| {k} | {med(v):.3f} | {ratio:.3f} | {rounds_text} |")
     lines += [
         "",
         "The same 8-byte round trip in one process, blocks through the profiler and around it "
@@ -549,10 +554,11 @@ def report(args, comparisons, pp, ab, ref_cg, own_cg, rounds, iters) -> None:
     for prog, res in (("NPB 3.4 reference (Fortran)", ref_cg), ("cloudhpc npb cg", own_cg)):
         if not res:
             continue
-        t0, w0 = med([x[0] for x in res["plain"]]), med([x[1] for x in res["plain"]])
+        t0, w0 = [x[0] for x in res["plain"]], [x[1] for x in res["plain"]]
         for k, v in res.items():
-            t, w = med([x[0] for x in v]), med([x[1] for x in v])
-            lines.append(f"| {prog} | {k} | {t:.3f} | {t / t0:.3f} | {w:.2f} | {w / w0:.3f} |")
+            t, w = [x[0] for x in v], [x[1] for x in v]
+            lines.append(f"| {prog} | {k} | {med(t):.3f} | {paired(t, t0):.3f} | {med(w):.2f} | "
+                         f"{paired(w, w0):.3f} |")  # fmt: skip
     write_text("profiler_vs_mpip.md", "\n".join(lines) + "\n")
     write_json("profiler_vs_mpip", {
         "args": vars(args), "comparisons": comparisons, "pingpong_usec": pp,

@@ -210,6 +210,12 @@ def _stencil_profile(d: Path, out: str, err: str) -> None:
     assert "MPI_Sendrecv" in out and " 400 " in out  # 200 steps x 2 Sendrecv per rank
 
 
+def _stencil_callsites(d: Path, out: str, err: str) -> None:
+    # built with -g: its Sendrecv calls resolve to their lines in examples/stencil.c
+    assert "CALL SITES" in out
+    assert any("Sendrecv" in ln and "stencil.c:" in ln for ln in out.splitlines()), out
+
+
 def _version(d: Path, out: str, err: str) -> None:
     from cloudhpc import __version__
 
@@ -228,6 +234,7 @@ CHECKS = {
     "npb all": _npb_all,
     "npb ep --class W -n 2 --env vm-net --json": _npb_json,
     "./stencil 200": _stencil_profile,
+    "profile show last --callsites": _stencil_callsites,
 }
 
 

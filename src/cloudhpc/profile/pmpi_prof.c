@@ -619,7 +619,8 @@ static int capture(void **fr, void *ra, int *python) {
 }
 
 static char *describe_python(void **fr, int n) {
-    size_t cap = 256 * (size_t)n + 1, len = 0;
+    /* a frame: "file\tline\tfunction\n", a path of up to PATH_MAX and a name of up to 512 */
+    size_t cap = (size_t)(n / 2) * (PATH_MAX + 600) + 1, len = 0;
     char *out = malloc(cap);
     if (!out) return NULL;
     out[0] = 0;
