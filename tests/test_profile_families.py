@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 from helpers import assert_one_line_error, run_cli
+
+from cloudhpc.mpi import get_implementation
 
 PROGRAMS = Path(__file__).parent / "profile_programs"
 MPICC = Path(sys.executable).parent / "mpicc"
@@ -283,6 +286,38 @@ def test_record_ids_bad_input_one_line(runs, tmp_path):
     assert_one_line_error(r, "is a wave run, not a profile")
     r = run_cli("profile", "show", "last", "--results", str(tmp_path))
     assert_one_line_error(r, f"no profiles in {tmp_path}")
+
+
+@pytest.mark.parametrize("name", ["openmpi", "intelmpi"])
+def test_families_and_call_sites_on_other_implementations(name, tmp_path):
+    """The library built with Open MPI's and Intel MPI's mpicc: the same exact counts, bytes and
+    call sites for families.c built with that mpicc (MPICH runs above)."""
+    impl = get_implementation(name)
+    impl.ensure_installed()
+    exe = tmp_path / "families"
+    env = {**os.environ, **impl.compiler_variables()}
+    cmd = [impl.tool("mpicc"), "-O1", "-g", "-o", str(exe), str(PROGRAMS / "families.c")]
+    subprocess.run(cmd, check=True, env=env)
+    res, data = tmp_path / "res", tmp_path / "f.dat"
+    r = run_cli("profile", "--mpi", name, "-n", "2", "--results", str(res), "--json",
+                "--callsite-depth", "2", "--", str(exe), str(data))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["mpi"]["name"] == name
+    prof = json.loads((res / f"{rec['id']}.files" / "profile.json").read_text())
+    expected, _ = expected_c(2)
+    for rp in prof["ranks"]:
+        got = {
+            k: (v["count"], v["bytes_sent"], v["bytes_recv"], v["bytes_written"], v["bytes_read"])
+            for k, v in rp["calls"].items()
+        }
+        assert got == expected[rp["rank"]], f"{name} rank {rp['rank']}"
+    (start,) = sites_of(prof, "MPI_Startall")
+    src = PROGRAMS / "families.c"
+    assert [(f["line"], f["function"]) for f in start["frames"]] == [
+        (line_of(src, "site: start_all"), "start_all"),
+        (line_of(src, "calls start_all"), "main"),
+    ]
 
 
 def test_npb_cg_shows_its_persistent_sends(tmp_path):
