@@ -288,3 +288,15 @@ def test_readme_refers_only_to_files_in_the_repository():
     assert {"docs/references.md", "benchmarks/RESULTS.md", "CHANGES.md"} <= named
     for path in named:
         assert (ROOT / path).exists(), f"README names {path}, which is not in the repository"
+
+
+def test_the_docs_name_only_paths_that_exist():
+    """Paths the README, docs/ and benchmarks/RESULTS.md name in backticks exist (CHANGES.md is
+    history and may name what has gone)."""
+    docs = [README, ROOT / "benchmarks" / "RESULTS.md", *sorted((ROOT / "docs").glob("*.md"))]
+    pattern = re.compile(r"`((?:src/cloudhpc|tests|benchmarks|examples|docs)/[\w./-]*[\w/])`")
+    for doc in docs:
+        for path in pattern.findall(doc.read_text()):
+            if "NAME" in path or "*" in path:  # a placeholder
+                continue
+            assert (ROOT / path).exists(), f"{doc.name} names {path}, which is not here"
