@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,10 @@ import pytest
 from helpers import assert_one_line_error, run_cli
 
 from cloudhpc.mpi import get_implementation
+from cloudhpc.mpi.mpich import Mpich
+from cloudhpc.profile import callsites
+from cloudhpc.profile.build import library_path
+from cloudhpc.profile.model import read_rank_dir
 
 PROGRAMS = Path(__file__).parent / "profile_programs"
 MPICC = Path(sys.executable).parent / "mpicc"
@@ -318,6 +323,47 @@ def test_families_and_call_sites_on_other_implementations(name, tmp_path):
         (line_of(src, "site: start_all"), "start_all"),
         (line_of(src, "calls start_all"), "main"),
     ]
+
+
+class DebianMpich(Mpich):
+    """Debian's MPICH: `mpif90` builds Fortran against it (the wheel has no Fortran)."""
+
+    name = "debian-mpich"
+
+    def tool(self, name: str) -> str:
+        return f"/usr/bin/{name}.mpich"
+
+    def version(self) -> str:
+        return "debian"
+
+
+@pytest.mark.skipif(
+    not (shutil.which("mpif90.mpich") and shutil.which("mpicc.mpich")),
+    reason="needs gfortran and Debian's MPICH (make bench installs them)",
+)
+def test_fortran_calls_are_sited_at_the_fortran_caller(tmp_path):
+    """MPICH's Fortran bindings (mpi_send_) call the C MPI_ names: each call is counted once and
+    its site is the Fortran line, one frame beyond the binding library."""
+    src = PROGRAMS / "fortran_calls.f90"
+    exe = tmp_path / "fortran_calls"
+    subprocess.run(["mpif90.mpich", "-O1", "-g", "-o", str(exe), str(src)], check=True)
+    lib = library_path(DebianMpich())
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    env = {"LD_PRELOAD": str(lib), "CLOUDHPC_PROFILE_DIR": str(ranks)}
+    genv = [a for k, v in env.items() for a in ("-genv", k, v)]
+    mpiexec = str(Path(sys.executable).parent / "mpiexec")
+    subprocess.run([mpiexec, "-n", "2", *genv, str(exe)], check=True, timeout=120)
+    prof = read_rank_dir(ranks, 2)
+    callsites.resolve(prof)
+    r0, r1 = prof.ranks
+    assert r0.calls["MPI_Send"].count == 3 and r0.calls["MPI_Send"].bytes_sent == 3 * 80
+    assert r1.calls["MPI_Recv"].count == 3 and r1.calls["MPI_Recv"].bytes_recv == 3 * 80
+    assert r0.calls["MPI_Allreduce"].bytes_sent == 80
+    where = {s.call: (s.frames[0].file, s.frames[0].line) for s in prof.callsites}
+    for call, marker in (("MPI_Send", "site: send"), ("MPI_Recv", "site: recv"),
+                         ("MPI_Allreduce", "site: allreduce")):  # fmt: skip
+        assert where[call] == (str(src), line_of(src, marker)), call
 
 
 def test_npb_cg_shows_its_persistent_sends(tmp_path):

@@ -595,9 +595,80 @@ static inline int in_range(void *p, uintptr_t lo, uintptr_t hi) {
     return (uintptr_t)p >= lo && (uintptr_t)p < hi;
 }
 
-/* The frames of a call that the fast path cannot take: Python's, or a stack walk. Returns the
- * number of slots used (2 per Python frame: code object, instruction offset). */
-static int capture(void **fr, void *ra, int *python) {
+/* Executable segments of the objects loaded at MPI_Init: a word read off the stack is taken for a
+ * return address only if it points into one. */
+#define NEXEC 256
+static uintptr_t exec_lo[NEXEC], exec_hi[NEXEC];
+static int nexec;
+
+static int collect_exec(struct dl_phdr_info *info, size_t size, void *data) {
+    (void)size;
+    (void)data;
+    for (int i = 0; i < info->dlpi_phnum && nexec < NEXEC; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X)) continue;
+        exec_lo[nexec] = info->dlpi_addr + ph->p_vaddr;
+        exec_hi[nexec++] = info->dlpi_addr + ph->p_vaddr + ph->p_memsz;
+    }
+    return 0;
+}
+
+static inline int code_address(void *p) {
+    if (in_range(p, fort_lo, fort_hi) || in_range(p, self_lo, self_hi)) return 0;
+    for (int i = 0; i < nexec; i++)
+        if (in_range(p, exec_lo[i], exec_hi[i])) return 1;
+    return 0;
+}
+
+/* The frames of a stack walk: the first `site_depth` beyond this library and the Fortran
+ * binding library (mpi_send_ -> MPI_Send: the site is the Fortran caller). */
+static int walk(void **fr) {
+    void *bt[MAXFRAMES + 16];
+    int m = backtrace(bt, MAXFRAMES + 16), i = 0, k = 0;
+    while (i < m && in_range(bt[i], self_lo, self_hi)) i++;
+    while (i < m && in_range(bt[i], fort_lo, fort_hi)) i++;
+    for (; i < m && k < site_depth; i++) fr[k++] = bt[i];
+    return k;
+}
+
+/* A call made through the Fortran binding library: its Fortran caller's return address. The
+ * stack walk costs about a microsecond, so it is done once per binding call site: it also
+ * learns where, above this wrapper's frame (cfa), that return address sits, a fixed distance
+ * for a given binding function; later calls from the same place read it there (checked to be a
+ * code address, else walked and learnt again). */
+#define NFORT 512
+static struct {
+    void *ra;
+    long off;
+} fort_seen[NFORT];
+
+static void *fortran_caller(void *ra, void *cfa) {
+    uint64_t i = ((uint64_t)(uintptr_t)ra * 0x9E3779B97F4A7C15ull) >> 55;
+    for (int probes = 0; probes < NFORT; probes++, i = (i + 1) & (NFORT - 1)) {
+        if (fort_seen[i].ra == ra) {
+            void *w = *(void **)((char *)cfa + fort_seen[i].off);
+            if (code_address(w)) return w;
+            break;
+        }
+        if (!fort_seen[i].ra) break;
+    }
+    void *fr[1];
+    if (walk(fr) < 1) return ra;
+    for (long off = 0; off < 16384; off += (long)sizeof(void *)) {
+        if (*(void **)((char *)cfa + off) != fr[0]) continue;
+        if (!fort_seen[i].ra || fort_seen[i].ra == ra) {
+            fort_seen[i].ra = ra;
+            fort_seen[i].off = off;
+        }
+        break;
+    }
+    return fr[0];
+}
+
+/* The frames of a call that the fast path cannot take: Python's, a Fortran caller's, or a
+ * stack walk. Returns the number of slots used (2 per Python frame: code object, instruction
+ * offset). */
+static int capture(void **fr, void *ra, void *cfa, int *python) {
     *python = 0;
     if (py_frames) {
         int n = py_frames(fr, site_depth);
@@ -606,16 +677,11 @@ static int capture(void **fr, void *ra, int *python) {
             return 2 * n;
         }
     }
-    if (site_depth == 1 && !in_range(ra, fort_lo, fort_hi)) {
-        fr[0] = ra;
+    if (site_depth == 1) {
+        fr[0] = in_range(ra, fort_lo, fort_hi) ? fortran_caller(ra, cfa) : ra;
         return 1;
     }
-    void *bt[MAXFRAMES + 16];
-    int m = backtrace(bt, MAXFRAMES + 16), i = 0, k = 0;
-    while (i < m && in_range(bt[i], self_lo, self_hi)) i++;   /* this library's frames */
-    while (i < m && in_range(bt[i], fort_lo, fort_hi)) i++;   /* mpi_send_ -> MPI_Send */
-    for (; i < m && k < site_depth; i++) fr[k++] = bt[i];
-    return k;
+    return walk(fr);
 }
 
 static char *describe_python(void **fr, int n) {
@@ -632,14 +698,14 @@ static char *describe_python(void **fr, int n) {
 }
 
 /* The site of a call to function f (its index in `sites`, -1 if sites are off or full). */
-static inline int site_of(int f, void *ra) {
+static inline __attribute__((always_inline)) int site_of(int f, void *ra) {
     void *fr[MAXFRAMES];
     int n, python = 0;
     if (site_fast && !in_range(ra, fort_lo, fort_hi)) {
         fr[0] = ra;
         n = 1;
     } else {
-        n = capture(fr, ra, &python);
+        n = capture(fr, ra, __builtin_dwarf_cfa(), &python);
     }
     uint64_t h = (uint64_t)f * 0x9E3779B97F4A7C15ull;
     for (int i = 0; i < n; i++) h = (h ^ (uint64_t)(uintptr_t)fr[i]) * 0x100000001B3ull;
@@ -667,7 +733,8 @@ static inline int site_of(int f, void *ra) {
 }
 
 /* ---- accounting of one call ------------------------------------------------------------- */
-static inline int finish(int f, const acc_t *a, tick_t t0, tick_t t1, void *ra) {
+static inline __attribute__((always_inline)) int finish(int f, const acc_t *a, tick_t t0,
+                                                        tick_t t1, void *ra) {
     stat_t *x = &stats[f];
     tick_t d = t1 > t0 ? t1 - t0 : 0;
     x->count++;
@@ -984,6 +1051,7 @@ static void setup_sites(void) {
     }
     text_of((void *)&setup_sites, &self_lo, &self_hi);
     text_of(dlsym(RTLD_DEFAULT, "mpi_init_"), &fort_lo, &fort_hi);
+    dl_iterate_phdr(collect_exec, NULL);
     const char *helper = getenv("CLOUDHPC_PROFILE_PYSITE");
     if (helper && helper[0] && dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState")) {
         void *h = dlopen(helper, RTLD_NOW | RTLD_LOCAL);
