@@ -19,6 +19,7 @@ from ..launch.options import DEFAULT_RESULTS, LaunchOptions, make_job
 from ..launch.runner import plan_job, provisioned, raise_for_failure, run_plan
 from ..mpi import DEFAULT as DEFAULT_MPI
 from ..mpi import IMPLEMENTATIONS
+from ..results.provenance import Probe
 from ..results.store import check_writable, make_record, now_utc, write_record
 from .ui import ProgressMonitor, err, out
 
@@ -167,6 +168,16 @@ def execute(
         return None
     check_writable(job.results_dir)
     monitor = ProgressMonitor(title or job.app, quiet_stdout=args.json)
+    with Probe() as probe:  # the load before the run; git status while it runs
+        record = _run_and_record(job, monitor, probe, exit_code)
+    if args.json:
+        print(json.dumps({k: v for k, v in record.items() if k != "_path"}, indent=1, default=str))
+    return record
+
+
+def _run_and_record(
+    job: Job, monitor: ProgressMonitor, probe: Probe, exit_code: Callable[[dict], int] | None
+) -> dict:
     with provisioned(job) as job:  # --env capped:RATE: a cluster for the length of the run
         plan = plan_job(job)
         started = now_utc()
@@ -175,7 +186,7 @@ def execute(
     try:
         raise_for_failure(outcome)
     except EnvironmentFailure as e:  # a full disk: the run is recorded, if its record fits
-        record_failure(job, started, launch, str(e))
+        record_failure(job, started, launch, str(e), probe)
         raise
     res = outcome.result or {}
     record = make_record(
@@ -191,6 +202,7 @@ def execute(
         checked_against=res.get("checked_against"),
         jit=res.get("jit"),
         software_versions=res.get("software"),
+        probe=probe,
     )
     startup = startup_parts(outcome.clock, res.get("clock"))
     if startup:
@@ -204,8 +216,6 @@ def execute(
     record["exit_code"] = code
     path = write_record(job.results_dir, record)
     record["_path"] = str(path)
-    if args.json:
-        print(json.dumps({k: v for k, v in record.items() if k != "_path"}, indent=1, default=str))
     return record
 
 
@@ -247,10 +257,12 @@ def startup_parts(cli: dict, ranks: dict | None) -> dict[str, float]:
     return {k: round(max(v, 0.0), 4) for k, v in parts.items()}
 
 
-def record_failure(job: Job, started, launch: dict, error: str) -> Path | None:
+def record_failure(
+    job: Job, started, launch: dict, error: str, probe: Probe | None = None
+) -> Path | None:
     """Record a run that the environment failed (status failed, exit code 1, its error); None
     when the record cannot be written either (the results directory is on the full disk)."""
-    record = make_record(job, {"error": error}, started=started, launch=launch)
+    record = make_record(job, {"error": error}, started=started, launch=launch, probe=probe)
     record["status"], record["exit_code"] = "failed", EnvironmentFailure.exit_code
     try:
         return write_record(job.results_dir, record)

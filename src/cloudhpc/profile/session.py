@@ -29,6 +29,7 @@ from ..launch.runner import (
     run_plan,
 )
 from ..mpi import get_implementation
+from ..results.provenance import Probe
 from ..results.store import (
     check_writable,
     files_dir,
@@ -141,12 +142,14 @@ def run_profiled(
         staging = Path(tempfile.mkdtemp(dir=results, prefix=".profile-")).resolve()
     except OSError as e:
         raise (cannot_write(results, e) if no_room(e) else e) from None
+    probe = None
     try:
         os.chmod(staging, dir_mode())  # mkdtemp's 0700 would stay on the kept <id>.files
         rank_dir = staging / "ranks"
         rank_dir.mkdir()
         env = profiling_env(rank_dir, trace, job.mpi, callsite_depth, is_python(program_argv))
         started = now_utc()
+        probe = Probe()  # the load before the run; git status while it runs
         record_id = new_id(record_app, started)
         # program_argv None: the launcher starts its normal worker running job.app
         with provisioned(job) as job:  # --env capped:RATE: a cluster for the run
@@ -189,6 +192,7 @@ def run_profiled(
             env=plan.environment,
             mpi=plan.mpi_info,
             nodes=sorted({r.host for r in profile.ranks if r.host}),
+            probe=probe,
         )
         record["id"] = record_id
         # the command fails (exit 1) when the program did, and the record says so
@@ -203,6 +207,9 @@ def run_profiled(
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+    finally:
+        if probe is not None:
+            probe.close()
 
 
 def export(profile: Profile, directory: Path, *, trace: bool, top: int) -> list[Path]:

@@ -22,7 +22,7 @@ from .. import __version__
 from ..atomic import write_json
 from ..errors import CloudhpcError, EnvironmentFailure, no_room
 from ..job import Job
-from .provenance import host_info, software
+from .provenance import Probe, host_info, software
 
 SCHEMA = "cloudhpc.record/1"
 
@@ -50,8 +50,11 @@ def make_record(
     checked_against: str | None = None,
     jit: dict[str, Any] | None = None,
     software_versions: dict[str, str] | None = None,
+    probe: Probe | None = None,
 ) -> dict[str, Any]:
-    """A complete record: provenance from the job and this host, results from the app's body."""
+    """A complete record: provenance from the job and this host, results from the app's body.
+    `probe`: the provenance.Probe made before the run (its load average then); without one the
+    record's provenance is taken now."""
     started = started or now_utc()
     body = dict(body)
     known = {"metrics", "rows", "verified", "outputs", "report"}
@@ -60,6 +63,12 @@ def make_record(
         from ..envs import get_environment
 
         env = get_environment(job.env).describe()
+    mpi = mpi or {}
+    if probe is None:
+        with Probe() as probe:
+            provenance = probe.finish(software_versions, mpi, (jit or {}).get("cache"))
+    else:
+        provenance = probe.finish(software_versions, mpi, (jit or {}).get("cache"))
     return {
         "schema": SCHEMA,
         "id": new_id(job.app, started),
@@ -70,7 +79,7 @@ def make_record(
         "started_at": started.isoformat(timespec="seconds"),
         "host": host_info(),
         "software": software(software_versions),
-        "mpi": mpi or {},
+        "mpi": mpi,
         "launcher": job.launcher,
         "launch": launch or {},
         "hosts": [{"name": h.name, "slots": h.slots} for h in job.hosts],
@@ -96,6 +105,8 @@ def make_record(
         "outputs": body.get("outputs", []),
         "report": body.get("report"),
         "extra": extra,
+        # the source, versions, CPU and load the run had (results/provenance.py)
+        "provenance": provenance,
     }
 
 
