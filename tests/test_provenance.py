@@ -51,7 +51,12 @@ def test_commit_branch_and_dirty_read_from_the_checkout(checkout):
     head = _git(checkout, "rev-parse", "HEAD")
     assert git_head(checkout) == {"commit": head, "branch": "main"}
     with Probe(checkout) as p:
-        assert p.source() == {"path": str(checkout), "commit": head, "branch": "main", "dirty": False}
+        assert p.source() == {
+            "path": str(checkout),
+            "commit": head,
+            "branch": "main",
+            "dirty": False,
+        }
     (checkout / "src" / "cloudhpc" / "x.py").write_text("A = 2\n")  # a change to a tracked file
     with Probe(checkout) as p:
         assert p.source()["dirty"] is True
