@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 DEB_PACKAGES := iproute2 binutils
 # Debian packages the benchmarks compare with: velvet (assemble_velvet.py); gfortran, mpich and
 # libmpich-dev build the reference NPB (npb_mops.py, profiler_vs_mpip.py) and mpiP against
-# Debian's MPICH; g++ builds IMB (build-imb.sh); a Java runtime runs PySpark (kmeans_*.py).
+# Debian's MPICH; g++ builds IMB (build-imb.sh, middlewares.py); a Java runtime runs PySpark (kmeans_*.py).
 # mpiP is built without libunwind and libbfd (build-mpip.sh), so it needs neither.
 # `make bench` installs them with apt-get's own progress; no benchmark script installs anything.
 BENCH_DEB_PACKAGES := velvet gfortran mpich libmpich-dev g++ default-jre-headless
@@ -63,6 +63,8 @@ bench: $(STAMP)
 	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	  apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $$missing; \
 	else echo "missing: $$missing; as root: apt-get install $$missing" >&2; exit 1; fi
+	@echo "== MPI implementations: Open MPI and Intel MPI from PyPI (benchmarks/middlewares.py)"
+	$(BIN)/cloudhpc mpi install --all
 	@echo "== ready: .venv/bin/python benchmarks/NAME.py --help (results in benchmarks/runs/)"
 
 clean:

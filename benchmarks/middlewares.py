@@ -1,0 +1,377 @@
+"""Middlewares side by side (seed 001): MPICH, Open MPI and Intel MPI, each against the C floor.
+
+For each MPI implementation (`--mpi`) and each environment (native: shared memory; vm-net: TCP
+between ranks on one host; capped:RATE: two emulated hosts joined by capped links), measured
+interleaved in one run (round r runs every implementation and environment before round r + 1):
+
+- ping-pong latency and bandwidth, `cloudhpc bench pingpong` against IMB-MPI1 PingPong built
+  with that implementation's own mpicc (`../shared/reference/build-imb.sh OUT MPIBIN`) and
+  started by the same mpiexec with the same variables (cloudhpc's launch path, `--dry-run`
+  shows it);
+- four collectives at P = 2 (allreduce, bcast, alltoall, allgather), `cloudhpc bench coll`
+  against IMB-MPI1's;
+- NPB CG, FT, IS and MG class A Mop/s at P = 1 and 2 (cloudhpc's kernels, verified).
+
+Targets (issue 21): cloudhpc's 8 B latency within 1.0 us of IMB's on the same implementation,
+environment and mpiexec; its bandwidth at 1 MiB and above >= 0.9x IMB's.
+
+Pictures in the manner of seed 001's Figures 4 and 5 (one line per middleware; latency for short
+messages, bandwidth in Gbit/s for long ones; a row per environment), and the NPB Mop/s.
+Figures of record need a quiet machine: the load average is in every table.
+
+    .venv/bin/python benchmarks/middlewares.py                 # everything, 3 rounds
+    .venv/bin/python benchmarks/middlewares.py --quick         # 1 round, fewer sizes, NPB class S
+    .venv/bin/python benchmarks/middlewares.py --mpi openmpi --envs native --no-npb
+    ... --save                                                  # into benchmarks/results/
+
+Needs g++ (IMB is C++) and root for capped:RATE (`--envs native,vm-net` without it). The IMB
+binaries are built once per implementation and version into ~/.cache/cloudhpc/imb/.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+from common import (
+    cli_record,
+    load_note,
+    parse_args,
+    require_program,
+    save_figure,
+    write_json,
+    write_markdown,
+)
+from common import machine as machine_line
+
+IMPLEMENTATIONS = ["mpich", "openmpi", "intelmpi"]
+ENVS = ["native", "vm-net", "capped:10gbit"]
+COLLECTIVES = ["allreduce", "bcast", "alltoall", "allgather"]
+IMB_NAMES = {"allreduce": "Allreduce", "bcast": "Bcast", "alltoall": "Alltoall",
+             "allgather": "Allgather"}  # fmt: skip
+KERNELS = ["cg", "ft", "is", "mg"]
+FULL_SIZES = [0] + [1 << k for k in range(23)]  # 0, 1, 2, 4, ... 4 MiB: IMB's -msglog 0:22
+QUICK_SIZES = [0, 8, 1024, 65536, 1 << 20, 4 << 20]
+COLL_SIZES = [8, 1 << 20]
+BUILD_IMB = Path(os.environ.get("IMB_BUILD", "/work/shared/reference/build-imb.sh"))
+
+
+# ---- IMB, built with each implementation's mpicc ----------------------------------------------
+def imb_binary(impl) -> Path:
+    """IMB-MPI1 built for `impl` (cached per implementation and version)."""
+    from cloudhpc.paths import cache_root
+
+    out = cache_root() / "imb" / f"{impl.name}-{impl.version()}"
+    binary = out / "bin" / "IMB-MPI1"
+    if binary.exists():
+        return binary
+    if not BUILD_IMB.exists():
+        raise SystemExit(f"middlewares.py: no IMB build script at {BUILD_IMB} (set IMB_BUILD)")
+    mpibin = Path(impl.tool("mpicc")).parent
+    print(f"building IMB-MPI1 with {impl.title}'s mpicc: {BUILD_IMB} {out} {mpibin}", flush=True)
+    env = {**os.environ, **impl.compiler_variables()}
+    r = subprocess.run([str(BUILD_IMB), str(out), str(mpibin)], env=env)
+    if r.returncode != 0 or not binary.exists():
+        raise SystemExit(f"IMB build with {impl.title} failed (exit {r.returncode})")
+    return binary
+
+
+class _Lines:
+    """A runner Monitor that keeps the ranks' stdout lines."""
+
+    def __init__(self) -> None:
+        from cloudhpc.launch.runner import Monitor
+
+        class Keep(Monitor):
+            def __init__(self, sink):
+                self.sink = sink
+
+            def output(self, line):
+                self.sink.append(line)
+
+        self.lines: list[str] = []
+        self.monitor = Keep(self.lines)
+
+
+def run_imb(impl: str, env: str, argv: list[str]) -> list[str]:
+    """IMB on 2 ranks through cloudhpc's own launch path: the implementation's mpiexec and the
+    environment's variables exactly as `cloudhpc bench` gets them (capped: a throwaway cluster)."""
+    from cloudhpc.job import Job, Layout
+    from cloudhpc.launch.runner import launch_program
+
+    job = Job(app="imb", nprocs=2, layout=Layout(1, 2, 1), env=env, mpi=impl, launcher="local")
+    keep = _Lines()
+    outcome = launch_program(job, argv, monitor=keep.monitor)
+    if outcome.returncode != 0:
+        raise SystemExit(f"IMB failed ({impl}, {env}): {' '.join(argv)}\n{outcome.stderr}")
+    return keep.lines
+
+
+def parse_imb(lines: list[str]) -> dict[str, dict[int, float]]:
+    """benchmark -> bytes -> t[usec] (PingPong) or t_avg[usec] (collectives)."""
+    out: dict[str, dict[int, float]] = {}
+    current = None
+    columns: list[str] = []
+    for line in lines:
+        m = re.match(r"#\s+Benchmarking\s+(\S+)", line)
+        if m:
+            current = m.group(1)
+            out[current] = {}
+            continue
+        if line.strip().startswith("#bytes"):
+            columns = line.split()
+            continue
+        fields = line.split()
+        if current and fields and fields[0].isdigit() and len(fields) == len(columns):
+            row = dict(zip(columns, fields, strict=True))
+            t = row.get("t[usec]") or row.get("t_avg[usec]")
+            out[current][int(row["#bytes"])] = float(t)
+    return out
+
+
+def imb_args(benchmarks: list[str], sizes: list[int], lengths: Path) -> list[str]:
+    lengths.write_text("".join(f"{s}\n" for s in sizes if s > 0))
+    return [*benchmarks, "-msglen", str(lengths), "-zero_size", "on" if 0 in sizes else "off"]
+
+
+# ---- cloudhpc's side ----------------------------------------------------------------------
+def cloudhpc_pingpong(impl: str, env: str, sizes: list[int]) -> dict[int, float]:
+    rec = cli_record("bench", "pingpong", "-n", "2", "--mpi", impl, "--env", env,
+                     "--sizes", ",".join(map(str, sizes)))  # fmt: skip
+    return {row["bytes"]: row["t_usec"] for row in rec["rows"]}
+
+
+def cloudhpc_coll(impl: str, env: str, op: str) -> dict[int, float]:
+    rec = cli_record("bench", "coll", "--op", op, "-n", "2", "--mpi", impl, "--env", env,
+                     "--sizes", ",".join(map(str, COLL_SIZES)))  # fmt: skip
+    return {row["bytes"]: row["t_avg_usec"] for row in rec["rows"]}
+
+
+def npb_mops(impl: str, kernel: str, cls: str, nprocs: int) -> float:
+    rec = cli_record("npb", kernel, "--class", cls, "-n", str(nprocs), "--mpi", impl,
+                     "--oversubscribe")  # fmt: skip
+    if rec.get("verified") is not True:
+        raise SystemExit(f"NPB {kernel} class {cls} on {impl} did not verify")
+    return float(rec["metrics"]["mops_total"])
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+# ---- pictures -----------------------------------------------------------------------------
+COLORS = {"mpich": "tab:blue", "openmpi": "tab:orange", "intelmpi": "tab:green"}
+TITLES = {"mpich": "MPICH", "openmpi": "Open MPI", "intelmpi": "Intel MPI"}
+
+
+def p2p_figure(p2p: dict, impls: list[str], envs: list[str], sizes: list[int]):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    short = [s for s in sizes if 0 < s <= 1024]
+    long = [s for s in sizes if s >= 1024]
+    fig, axes = plt.subplots(len(envs), 2, figsize=(10, 3.2 * len(envs)), squeeze=False)
+    for row, env in enumerate(envs):
+        lat, bw = axes[row]
+        for impl in impls:
+            for who, style in (("cloudhpc", "-"), ("imb", "--")):
+                series = p2p[impl][env][who]
+                label = f"{TITLES[impl]} ({'cloudhpc' if who == 'cloudhpc' else 'IMB-MPI1'})"
+                lat.plot(short, [series[s] for s in short], style, color=COLORS[impl],
+                         marker="o", ms=3, label=label)  # fmt: skip
+                gbps = [s * 8 / series[s] / 1e3 for s in long]  # bytes/us -> Gbit/s
+                bw.plot(long, gbps, style, color=COLORS[impl], marker="o", ms=3, label=label)
+        for ax in (lat, bw):
+            ax.set_xscale("log", base=2)
+            ax.grid(alpha=0.3, which="both")
+        lat.set_yscale("log")  # shared memory's ~1 us and TCP's ~50 us on one axis
+        lat.set_title(f"{env}: latency (short messages)")
+        lat.set_ylabel("latency (us)")
+        bw.set_title(f"{env}: bandwidth (long messages)")
+        bw.set_ylabel("bandwidth (Gbit/s)")
+        if row == len(envs) - 1:
+            lat.set_xlabel("message size (bytes)")
+            bw.set_xlabel("message size (bytes)")
+    axes[0][0].legend(fontsize=7)
+    fig.suptitle("solid: cloudhpc bench pingpong; dashed: IMB-MPI1 PingPong (same mpiexec)",
+                 fontsize=9)  # fmt: skip
+    fig.tight_layout()
+    return fig
+
+
+def npb_figure(npb: dict, impls: list[str], cls: str):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(KERNELS), figsize=(3 * len(KERNELS), 3.2))
+    for ax, kernel in zip(axes, KERNELS, strict=True):
+        width = 0.8 / len(impls)
+        for i, impl in enumerate(impls):
+            values = [npb[impl][kernel][p] for p in (1, 2)]
+            xs = [x + i * width for x in range(2)]
+            ax.bar(xs, values, width, color=COLORS[impl], label=TITLES[impl])
+        ax.set_xticks([x + width * (len(impls) - 1) / 2 for x in range(2)], ["P=1", "P=2"])
+        ax.set_title(f"{kernel.upper()} class {cls}")
+        ax.set_ylabel("Mop/s")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+# ---- the run ------------------------------------------------------------------------------
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--quick", action="store_true",
+                    help="1 round, 6 sizes, NPB class S: a check that everything runs")  # fmt: skip
+    ap.add_argument("--rounds", type=int, default=None, help="interleaved rounds (default 3)")
+    ap.add_argument("--mpi", default=",".join(IMPLEMENTATIONS), help="implementations")
+    ap.add_argument("--envs", default=",".join(ENVS), help="environments")
+    ap.add_argument("--npb-class", default=None, help="NPB class (default A; S with --quick)")
+    ap.add_argument("--no-npb", action="store_true", help="leave NPB out")
+    ap.add_argument("--no-coll", action="store_true", help="leave the collectives out")
+    args = parse_args(ap)
+    rounds = args.rounds or (1 if args.quick else 3)
+    sizes = QUICK_SIZES if args.quick else FULL_SIZES
+    cls = args.npb_class or ("S" if args.quick else "A")
+    impls = [m for m in args.mpi.split(",") if m]
+    envs = [e for e in args.envs.split(",") if e]
+    require_program("g++", "a C++ compiler for IMB")
+    if any(e.startswith("capped") for e in envs) and os.geteuid() != 0:
+        raise SystemExit("middlewares.py: capped:RATE needs root (or --envs native,vm-net)")
+
+    from cloudhpc.mpi import get_implementation
+
+    binaries = {}
+    for name in impls:
+        impl = get_implementation(name)
+        if not impl.installed():  # installing is make bench's (visibly), not a benchmark's
+            raise SystemExit(
+                f"middlewares.py: needs {impl.title} (--mpi {name}): run `make bench` first "
+                f"(or `cloudhpc mpi install {name}`), or leave it out with --mpi"
+            )
+        binaries[name] = imb_binary(impl)
+    lengths = Path(os.environ.get("TMPDIR", "/tmp")) / f"middlewares-lengths-{os.getpid()}"
+    coll_lengths = lengths.with_name(lengths.name + "-coll")
+    try:
+        pp_args = imb_args(["PingPong"], sizes, lengths)
+        coll_args = imb_args([IMB_NAMES[c] for c in COLLECTIVES], COLL_SIZES, coll_lengths)
+        samples = _measure(args, impls, envs, sizes, rounds, binaries, pp_args, coll_args, cls)
+    finally:
+        lengths.unlink(missing_ok=True)
+        coll_lengths.unlink(missing_ok=True)
+    _report(samples, impls, envs, sizes, rounds, cls, args)
+
+
+def _measure(args, impls, envs, sizes, rounds, binaries, pp_args, coll_args, cls) -> dict:
+    p2p = {i: {e: {"cloudhpc": [], "imb": []} for e in envs} for i in impls}
+    coll = {i: {e: {c: {"cloudhpc": [], "imb": []} for c in COLLECTIVES} for e in envs}
+            for i in impls}  # fmt: skip
+    npb = {i: {k: {1: [], 2: []} for k in KERNELS} for i in impls}
+    for r in range(rounds):
+        for impl in impls:
+            for env in envs:
+                print(f"round {r + 1}/{rounds}: {impl} {env}", flush=True)
+                p2p[impl][env]["cloudhpc"].append(cloudhpc_pingpong(impl, env, sizes))
+                got = parse_imb(run_imb(impl, env, [str(binaries[impl]), *pp_args]))
+                p2p[impl][env]["imb"].append(got["PingPong"])
+                if args.no_coll:
+                    continue
+                got = parse_imb(run_imb(impl, env, [str(binaries[impl]), *coll_args]))
+                for op in COLLECTIVES:
+                    coll[impl][env][op]["cloudhpc"].append(cloudhpc_coll(impl, env, op))
+                    coll[impl][env][op]["imb"].append(got[IMB_NAMES[op]])
+            if not args.no_npb:
+                for kernel in KERNELS:
+                    for p in (1, 2):
+                        npb[impl][kernel][p].append(npb_mops(impl, kernel, cls, p))
+    return {"p2p": p2p, "coll": coll, "npb": npb}
+
+
+def _med(runs: list[dict[int, float]]) -> dict[int, float]:
+    return {s: median([run[s] for run in runs]) for s in runs[0]}
+
+
+def _report(samples, impls, envs, sizes, rounds, cls, args) -> None:
+    machine = machine_line()
+    p2p = {i: {e: {w: _med(v) for w, v in samples["p2p"][i][e].items()} for e in envs}
+           for i in impls}  # fmt: skip
+    rows, ok = [], True
+    big = [s for s in sizes if s >= 1 << 20]
+    for impl in impls:
+        for env in envs:
+            c, m = p2p[impl][env]["cloudhpc"], p2p[impl][env]["imb"]
+            lat_diff = c[8] - m[8]
+            bw_ratio = min(m[s] / c[s] for s in big)  # bandwidth ratio = inverse time ratio
+            ok &= lat_diff <= 1.0 and bw_ratio >= 0.9
+            rows.append([TITLES[impl], env, round(m[8], 2), round(c[8], 2), round(lat_diff, 2),
+                         round(big[0] / m[big[0]], 0), round(big[0] / c[big[0]], 0),
+                         round(bw_ratio, 2)])  # fmt: skip
+    common = f"Machine: {machine}. Medians of {rounds} interleaved rounds."
+    imb = (
+        "IMB-MPI1 built with each implementation's own mpicc (build-imb.sh), started by the same "
+        "mpiexec with the same variables as cloudhpc (its launch path)."
+    )
+    notes = [
+        f"{common} {imb} Latency: half the round trip of an 8-byte message; bandwidth in MB/s "
+        "(10^6 bytes/s) at 1 MiB; the ratio is the smallest cloudhpc/IMB bandwidth ratio at "
+        "1 MiB and above.",
+        "Targets: latency within 1.0 us of IMB's; bandwidth ratio >= 0.9. "
+        f"{'Met everywhere.' if ok else 'Not met everywhere (see the rows).'}",
+    ]
+    header = ["implementation", "env", "IMB 8 B (us)", "cloudhpc 8 B (us)", "+us",
+              "IMB 1 MiB (MB/s)", "cloudhpc 1 MiB (MB/s)", "bw ratio (>=1 MiB)"]  # fmt: skip
+    write_markdown("middlewares_p2p", "Ping-pong: cloudhpc against IMB-MPI1", header, rows, notes)
+    fig = p2p_figure(p2p, impls, envs, sizes)
+    save_figure(fig, "middlewares_p2p.png")
+    out = {"machine": machine, "rounds": rounds, "sizes": sizes, "p2p": p2p, "samples": samples}
+    if not args.no_coll:
+        crow = []
+        for impl in impls:
+            for env in envs:
+                for op in COLLECTIVES:
+                    c = _med(samples["coll"][impl][env][op]["cloudhpc"])
+                    m = _med(samples["coll"][impl][env][op]["imb"])
+                    crow.append([TITLES[impl], env, op, *(round(v, 2) for s in COLL_SIZES
+                                 for v in (m[s], c[s]))])  # fmt: skip
+        header = ["implementation", "env", "collective"]
+        for s in COLL_SIZES:
+            header += [f"IMB {s} B t_avg (us)", f"cloudhpc {s} B t_avg (us)"]
+        coll_note = f"{common} {imb} t_avg: one call's time averaged over the ranks (IMB's)."
+        write_markdown("middlewares_coll", "Collectives at P = 2: cloudhpc against IMB-MPI1",
+                       header, crow, [coll_note])  # fmt: skip
+    if not args.no_npb:
+        npb = {i: {k: {p: median(v) for p, v in ks.items()} for k, ks in samples["npb"][i].items()}
+               for i in impls}  # fmt: skip
+        nrow = []
+        for k in KERNELS:
+            for i in impls:
+                one, two = npb[i][k][1], npb[i][k][2]
+                nrow.append([TITLES[i], k.upper(), round(one), round(two), round(two / one, 2)])
+        write_markdown(
+            "middlewares_npb",
+            f"NPB class {cls} Mop/s on each implementation (cloudhpc's kernels, verified)",
+            ["implementation", "kernel", "P=1 Mop/s", "P=2 Mop/s", "P=2 / P=1"],
+            nrow,
+            [f"{common} Mop/s as the kernels report them (NPB's operation counts)."],
+        )
+        save_figure(npb_figure(npb, impls, cls), "middlewares_npb.png")
+        out["npb"] = npb
+    write_json("middlewares", out)
+    print(load_note())
+    for r in rows:
+        print(" | ".join(map(str, r)))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
