@@ -363,7 +363,10 @@ def test_a_rank_alone_in_its_world_fails_the_run():
     env = {**ompi.runtime_variables(), "OMPI_MCA_btl": "self"}
     mpich = get_implementation("mpich")
     argv = mpich.local_command(job, env, [sys.executable, "-m", "cloudhpc.worker", job.to_json()])
-    plan = LaunchPlan(argv=argv, variables=env, launcher="local", nprocs=2)
+    # mpi and singleton as the runner must know them: each rank is an Open MPI singleton, whose
+    # session directory goes to the run's scratch directory (TMPDIR), not /tmp
+    plan = LaunchPlan(argv=argv, variables=env, launcher="local", nprocs=2, mpi="openmpi",
+                      singleton=True)  # fmt: skip
     outcome = run_plan(plan, Monitor(), 120)
     with pytest.raises(CloudhpcError, match="a rank finds itself in a world of 1 process, not 2"):
         raise_for_failure(outcome)

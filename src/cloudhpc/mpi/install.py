@@ -132,16 +132,20 @@ def _pip_install(impl, target: Path) -> None:
 def probe_library(impl, prefix: Path) -> str:
     """Start the library in `prefix` once (an MPI singleton, through mpi4py) and return the
     first line of MPI_Get_library_version; one clear error if it cannot start here."""
-    env = {**os.environ, **impl.runtime_variables(prefix)}
     code = "from mpi4py import MPI; print(MPI.Get_library_version().replace(chr(0), ''))"
-    try:
-        r = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
-        )
-    except subprocess.TimeoutExpired:
+    # a singleton's session files (Open MPI's TMPDIR/ompi.HOST.UID/...) go with this directory
+    with tempfile.TemporaryDirectory(prefix="cloudhpc-mpi-probe-") as scratch:
+        env = {**os.environ, **impl.runtime_variables(prefix), "TMPDIR": scratch}
+        try:
+            r = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env
+            )
+        except subprocess.TimeoutExpired:
+            r = None
+    if r is None:
         raise CloudhpcError(
             f"{impl.title} {impl.pinned} did not start on this machine (MPI_Init hung for 120 s)"
-        ) from None
+        )
     if r.returncode != 0 or not r.stdout.strip():
         lines = [ln.strip() for ln in (r.stderr + r.stdout).splitlines() if ln.strip()]
         why = lines[0] if lines else f"exit code {r.returncode}"
