@@ -106,7 +106,8 @@ def test_collectives(op, results):
         assert r["repetitions"] == 20
         assert 0 < r["t_min_usec"] <= r["t_avg_usec"] <= r["t_max_usec"]
     if op != "barrier":
-        assert rows[-1]["t_avg_usec"] > rows[0]["t_avg_usec"]
+        # the fastest of 20 repetitions: an average can swap on a loaded machine
+        assert rows[-1]["t_min_usec"] > rows[0]["t_min_usec"]
 
 
 def test_collective_on_three_ranks_oversubscribed(results):

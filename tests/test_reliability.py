@@ -287,7 +287,7 @@ BACKGROUND_CHILD_PROGRAM = textwrap.dedent(
     from mpi4py import MPI
     comm = MPI.COMM_WORLD
     if comm.Get_rank() == 0:
-        subprocess.Popen(["sleep", "300"])  # inherits the rank's stdout, and outlives the rank
+        subprocess.Popen(["sleep", "3000"])  # inherits the rank's stdout, and outlives the rank
     comm.Barrier()
     sys.stdout.write(f"rank {comm.Get_rank()} done\\n")  # one write: lines not interleaved
     sys.stdout.flush()
@@ -301,8 +301,8 @@ def test_a_background_child_does_not_keep_a_profiled_run_open(start, tmp_path, t
     prog = tmp_path / "bg.py"
     prog.write_text(BACKGROUND_CHILD_PROGRAM)
     job = start("profile", "-n", "2", "--results", str(results), "--", str(prog), tmpdir=tmpdir_)
-    seen = job.wait_for("sleep 300", 1)
-    report, err = job.proc.communicate(timeout=120)  # the old code waited for `sleep 300`
+    seen = job.wait_for("sleep 3000", 1)
+    report, err = job.proc.communicate(timeout=280)  # the old code waited for `sleep 3000`
     assert job.proc.returncode == 0, err
     assert "rank 0 done" in report and "rank 1 done" in report
     job.assert_no_process_left(seen)
@@ -560,13 +560,28 @@ def test_the_next_run_sweeps_what_a_sigkilled_run_left(tmp_path):
     assert alive.exists() and unowned.exists()
 
 
+def _wait_until_registered(tmpdir: Path, prefix: str, timeout: float = 60) -> None:
+    """Wait until the run in `tmpdir` has registered a temporary starting with `prefix`."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for listing in tmpdir.glob("cloudhpc-run-*/*"):
+            try:
+                if any(line.startswith(prefix) for line in listing.read_text().splitlines()):
+                    return
+            except (OSError, UnicodeDecodeError):
+                pass
+        time.sleep(0.1)
+    raise AssertionError(f"no {prefix}* temporary registered within {timeout} s")
+
+
 def test_a_sigkilled_runs_leftovers_go_with_the_next_run(start, tmpdir_, results):
     """SIGKILL of cloudhpc: mpiexec and the ranks end (parent-death signal), the control
     directory and the Hydra topology file stay; the next run removes both."""
     topology = hydra_topology_files()
     job = start("npb", "ep", "--class", "B", "-n", "2", "--results", str(results), tmpdir=tmpdir_)
     before = job.wait_for("-m cloudhpc.worker", 2)
-    code, _, _ = job.stop(signal.SIGKILL, settle=4.0)  # the topology file is registered by then
+    _wait_until_registered(tmpdir_, "/tmp/hydra_hwloc_xmlfile_")  # before SIGKILL, as a user's
+    code, _, _ = job.stop(signal.SIGKILL, settle=0.5)
     assert code == -signal.SIGKILL
     job.assert_no_process_left(before)
     assert len(list(tmpdir_.glob("cloudhpc-run-*"))) == 1

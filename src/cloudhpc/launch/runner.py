@@ -332,7 +332,12 @@ class HydraTopology:
     started and that no process holds open any more (a live proxy of another job holds its
     own), and those the job held when cloudhpc killed it."""
 
-    REGISTER_AFTER_S = (0.5, 1.5, 3.0)  # pauses between looks (proxies start with the job)
+    # Look every LOOK_S while the job starts (for up to LOOK_FOR_S, and SETTLED_S past the last
+    # new file): on a loaded machine the proxies may start seconds after mpiexec, and a file not
+    # yet registered when cloudhpc is SIGKILLed would be left for good.
+    LOOK_S = 0.25
+    LOOK_FOR_S = 60.0
+    SETTLED_S = 2.0
 
     def __init__(self, prefix: str = "/tmp/hydra_hwloc_xmlfile_") -> None:
         self.prefix = prefix
@@ -355,13 +360,17 @@ class HydraTopology:
 
         def watch() -> None:
             noted: set[str] = set()
-            for delay in self.REGISTER_AFTER_S:
-                time.sleep(delay)
-                if proc.poll() is not None:
-                    return
+            now = time.monotonic()
+            deadline, last_new = now + self.LOOK_FOR_S, now
+            while now < deadline and proc.poll() is None:
                 for path in open_files(descendants(proc.pid) | {proc.pid}, self.prefix) - noted:
                     register_temporary(path, control_dir)
                     noted.add(path)
+                    last_new = now
+                if noted and now - last_new > self.SETTLED_S:
+                    return
+                time.sleep(self.LOOK_S)
+                now = time.monotonic()
 
         threading.Thread(target=watch, daemon=True).start()
 
