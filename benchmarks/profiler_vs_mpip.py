@@ -41,10 +41,13 @@ from common import load_average, load_note, machine, parse_args, write_json, wri
 from npb_mops import build_reference
 from profile_overhead import build_program
 
+from cloudhpc.job import Job, Layout
+from cloudhpc.launch.runner import Monitor, plan_job, run_plan
 from cloudhpc.mpi.mpich import Mpich
 from cloudhpc.profile import callsites
 from cloudhpc.profile.build import library_path
 from cloudhpc.profile.model import read_rank_dir
+from cloudhpc.profile.session import profiling_env
 
 REFERENCE = Path(os.environ.get("CLOUDHPC_REFERENCE", "/work/shared/reference"))
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "cloudhpc" / "bench"
@@ -462,20 +465,17 @@ def main() -> None:
         if not args.skip_apps:
 
             def own(profiled: bool):
-                """NPB's timed section and the job's in-job total (MPI_Init to finalize)."""
-                with tempfile.TemporaryDirectory() as res:
-                    if profiled:
-                        args = ["profile", "-n", "2", "--results", res, "--app", "npb",
-                                "kernel=cg", "class=A"]  # fmt: skip
-                    else:
-                        args = ["npb", "cg", "--class", "A", "-n", "2", "--results", res]
-                    rec, err, _ = cloudhpc_cli(*args)
-                    if rec is None:
-                        raise SystemExit(f"cloudhpc {' '.join(args)} failed:\n{err[-2000:]}")
-                    if profiled:
-                        extra = rec["extra"]
-                        return extra["app_result"]["time_s"], extra["app_timings"]["total_s"]
-                    return rec["metrics"]["time_s"], rec["timings"]["total_s"]
+                """NPB's timed section and the job's in-job total (MPI_Init to finalize), the
+                same job through the same launcher, with the profiler preloaded or not."""
+                job = Job(app="npb", params={"kernel": "cg", "class": "A", "corrupt": False},
+                          nprocs=2, layout=Layout(1, 2, 1))  # fmt: skip
+                with tempfile.TemporaryDirectory() as ranks:
+                    env = profiling_env(Path(ranks), False, None, 1, True) if profiled else {}
+                    outcome = run_plan(plan_job(job, None, env), Monitor(), None)
+                if outcome.returncode != 0 or outcome.result is None:
+                    raise SystemExit(f"npb cg failed: {outcome.stderr.strip()[-1500:]}")
+                res = outcome.result
+                return float(res["body"]["metrics"]["time_s"]), float(res["timings"]["total_s"])
 
             own_cg = interleaved({"plain": lambda: own(False), "cloudhpc": lambda: own(True)},
                                  rounds)  # fmt: skip
