@@ -21,6 +21,9 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --progress-bar on -e '.[test]'   # its progress shows: minutes on a fresh machine
+	@# byte-compile cloudhpc's own source once: with PYTHONDONTWRITEBYTECODE set (as in some
+	@# shells) every command would otherwise compile it again (40-65 ms of start-up)
+	$(BIN)/python -m compileall -q src
 	touch $(STAMP)
 
 # `cloudhpc jit build` compiles every kernel into numba's cache first (1-3 min the first time,
