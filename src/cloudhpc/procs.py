@@ -161,20 +161,44 @@ def end_tagged(token: str, extra: Iterable[int] = (), rounds: int = 50) -> int:
     return len(seen)
 
 
-def strays(root: int, token: str) -> set[int]:
-    """The processes carrying `token` outside `root`'s tree once every process at the bottom of
-    that tree has exited (empty before then): what the job's ranks left running when they ended.
+class StrayWatch:
+    """What a job's ranks left running once they have all ended: the processes carrying the
+    job's token outside the launcher's tree (empty before then), polled while the job runs.
 
-    A rank that exits while a background child it started still holds its stdout stays a zombie:
-    Hydra's proxy reaps it, and reports the job over, only when that output closes, which the
-    child may never do. The child itself was re-parented away from the tree when the rank exited.
+    A rank that exits while a background child it started still holds its stdout may stay a
+    zombie, or be reaped by its proxy at once; either way the launcher reports the job over only
+    when that output closes, which the child may never do. The ranks are the children of the
+    launcher's own processes (`daemons`: the comm names of its proxies/daemons, e.g.
+    hydra_pmi_proxy, prted; the root is always one), so a proxy whose ranks were reaped is not
+    mistaken for a running rank; without names, the tree's leaves are taken for the ranks.
     """
-    children = _children_of_tree(root)
-    tree = set().union(*children.values()) if children else set()
-    leaves = {pid for pid in tree if not children.get(pid)}  # mpiexec, proxies: have children
-    if not leaves or any(_stat_fields(pid)[:1] not in ([b"Z"], []) for pid in leaves):
-        return set()  # not started yet, or a rank is still running
-    return tagged(token) - tree - {root}
+
+    def __init__(self, root: int, token: str, daemons: Iterable[str] = ()) -> None:
+        self.root, self.token = root, token
+        self.daemons = frozenset(name[:15] for name in daemons)  # the kernel keeps 15 characters
+        self.started = False  # ranks have been seen
+
+    def poll(self) -> set[int]:
+        children = _children_of_tree(self.root)
+        tree = set().union(*children.values()) if children else set()
+        if self.daemons:
+            launcher = {self.root} | {p for p in tree if _comm(p) in self.daemons}
+            ranks = {c for p in launcher for c in children.get(p, ())} - launcher
+        else:
+            ranks = {pid for pid in tree if not children.get(pid)}  # mpiexec, proxies: parents
+        if any(_stat_fields(pid)[:1] not in ([b"Z"], []) for pid in ranks):
+            self.started = True
+            return set()  # a rank is still running
+        if ranks:
+            self.started = True
+        if not self.started:
+            return set()  # not started yet
+        return tagged(self.token) - tree - {self.root}
+
+
+def _comm(pid: int) -> str:
+    """The process's command name (its executable's, 15 characters at most)."""
+    return (_read(f"{PROC}/{pid}/comm") or b"").decode(errors="replace").rstrip("\n")
 
 
 def _children_of_tree(root: int) -> dict[int, set[int]]:

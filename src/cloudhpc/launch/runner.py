@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +28,7 @@ from ..errors import CloudhpcError, EnvironmentFailure, RunFailed
 from ..job import Job
 from ..mpi import get_implementation
 from ..procs import (
+    StrayWatch,
     all_pids,
     descendants,
     die_with_parent,
@@ -36,7 +37,6 @@ from ..procs import (
     kill_group,
     open_files,
     start_time,
-    strays,
 )
 from .base import get_launcher
 from .plan import LaunchPlan
@@ -209,7 +209,7 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
         raise CloudhpcError(f"cannot start {plan.argv[0]!r}: not executable") from None
 
     topology.register(proc, control_dir)
-    stop_watching = _end_strays(proc, token)
+    stop_watching = _end_strays(proc, token, mpi.daemon_names)
     timer = None
     timed_out = threading.Event()
     try:  # from here on, any way out of this function ends the job first
@@ -267,15 +267,16 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
 STRAY_POLL_S = 0.5
 
 
-def _end_strays(proc: subprocess.Popen, token: str) -> threading.Event:
+def _end_strays(proc: subprocess.Popen, token: str, daemons: Sequence[str]) -> threading.Event:
     """Watch the job while it runs: once its ranks have all exited, end what they left running
-    (procs.strays), whose hold on a rank's output would otherwise keep the job open until they
-    end by themselves. Returns the event that stops the watch."""
+    (procs.StrayWatch), whose hold on a rank's output would otherwise keep the job open until
+    they end by themselves. Returns the event that stops the watch."""
     stop = threading.Event()
+    strays = StrayWatch(proc.pid, token, daemons)
 
     def watch() -> None:
         while not stop.wait(STRAY_POLL_S) and proc.poll() is None:
-            left = strays(proc.pid, token)
+            left = strays.poll()
             if left:
                 kill(left)
 

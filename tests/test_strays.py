@@ -1,0 +1,79 @@
+"""procs.StrayWatch: what a job's ranks left running, seen once the ranks have ended, however
+the launcher's proxy treated them (kept as zombies, or reaped at once)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+from cloudhpc.procs import StrayWatch
+
+# root -> "fakeproxy" (comm set by prctl) -> rank -> background child carrying the token.
+# The rank waits for GO, starts its child and exits; the proxy reaps it at once (as Hydra's
+# proxy sometimes does) and lives on, childless, as a proxy waiting for its output would.
+TREE = textwrap.dedent(
+    """
+    import ctypes, os, subprocess, sys, time
+    go = sys.argv[1]
+    pid = os.fork()
+    if pid == 0:  # the proxy
+        ctypes.CDLL(None).prctl(15, b"fakeproxy", 0, 0, 0)  # PR_SET_NAME
+        rank = os.fork()
+        if rank == 0:  # the rank
+            while not os.path.exists(go):
+                time.sleep(0.02)
+            subprocess.Popen(["sleep", "3000"])
+            os._exit(0)
+        os.waitpid(rank, 0)
+        time.sleep(3000)
+    os.waitpid(pid, 0)
+    """
+)
+
+
+def _child_sleeps(token: str) -> set[int]:
+    from cloudhpc.procs import tagged
+
+    return {p for p in tagged(token) if open(f"/proc/{p}/comm").read().strip() == "sleep"}
+
+
+def test_a_reaped_ranks_background_child_is_found(tmp_path):
+    token = f"CLOUDHPC_TEST_TOKEN={uuid.uuid4().hex}"
+    name, value = token.split("=", 1)
+    go = tmp_path / "go"
+    root = subprocess.Popen(
+        [sys.executable, "-c", TREE, str(go)], env={**os.environ, name: value}
+    )
+    try:
+        watch = StrayWatch(root.pid, token, ["fakeproxy"])
+        deadline = time.monotonic() + 30
+        while watch.poll() == set() and not watch.started and time.monotonic() < deadline:
+            time.sleep(0.05)  # until the rank runs
+        assert watch.started
+        assert watch.poll() == set()  # the rank still runs: nothing is a stray yet
+        go.touch()
+        deadline, left = time.monotonic() + 30, set()
+        while not left and time.monotonic() < deadline:
+            left = watch.poll()
+            time.sleep(0.05)
+        assert left and left == _child_sleeps(token)
+    finally:
+        for pid in _child_sleeps(token):
+            os.kill(pid, 9)
+        subprocess.run(["pkill", "-9", "-P", str(root.pid)])  # the proxy
+        root.kill()
+        root.wait()
+
+
+def test_nothing_is_a_stray_before_the_ranks_start():
+    token = f"CLOUDHPC_TEST_TOKEN={uuid.uuid4().hex}"
+    root = subprocess.Popen(["sleep", "30"])
+    try:
+        assert StrayWatch(root.pid, token, ["fakeproxy"]).poll() == set()
+    finally:
+        root.kill()
+        root.wait()
