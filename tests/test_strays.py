@@ -45,9 +45,7 @@ def test_a_reaped_ranks_background_child_is_found(tmp_path):
     token = f"CLOUDHPC_TEST_TOKEN={uuid.uuid4().hex}"
     name, value = token.split("=", 1)
     go = tmp_path / "go"
-    root = subprocess.Popen(
-        [sys.executable, "-c", TREE, str(go)], env={**os.environ, name: value}
-    )
+    root = subprocess.Popen([sys.executable, "-c", TREE, str(go)], env={**os.environ, name: value})
     try:
         watch = StrayWatch(root.pid, token, ["fakeproxy"])
         deadline = time.monotonic() + 30
