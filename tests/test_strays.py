@@ -10,7 +10,7 @@ import textwrap
 import time
 import uuid
 
-from cloudhpc.procs import StrayWatch
+from cloudhpc.procs import StrayWatch, tagged
 
 # root -> "fakeproxy" (comm set by prctl) -> rank -> background child carrying the token.
 # The rank waits for GO, starts its child and exits; the proxy reaps it at once (as Hydra's
@@ -23,7 +23,8 @@ TREE = textwrap.dedent(
     if pid == 0:  # the proxy
         ctypes.CDLL(None).prctl(15, b"fakeproxy", 0, 0, 0)  # PR_SET_NAME
         rank = os.fork()
-        if rank == 0:  # the rank
+        if rank == 0:  # the rank (fork copied the proxy's name)
+            ctypes.CDLL(None).prctl(15, b"fakerank", 0, 0, 0)
             while not os.path.exists(go):
                 time.sleep(0.02)
             subprocess.Popen(["sleep", "3000"])
@@ -36,8 +37,6 @@ TREE = textwrap.dedent(
 
 
 def _child_sleeps(token: str) -> set[int]:
-    from cloudhpc.procs import tagged
-
     return {p for p in tagged(token) if open(f"/proc/{p}/comm").read().strip() == "sleep"}
 
 
@@ -60,10 +59,8 @@ def test_a_reaped_ranks_background_child_is_found(tmp_path):
             time.sleep(0.05)
         assert left and left == _child_sleeps(token)
     finally:
-        for pid in _child_sleeps(token):
+        for pid in tagged(token):  # the tree and the child
             os.kill(pid, 9)
-        subprocess.run(["pkill", "-9", "-P", str(root.pid)])  # the proxy
-        root.kill()
         root.wait()
 
 
