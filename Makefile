@@ -6,8 +6,10 @@ STAMP := $(VENV)/.installed
 
 # Debian packages the tests use: iproute2 (ip, tc) for the emulated cluster (tests/test_cluster.py;
 # its tests are skipped without root); binutils (addr2line) resolves profile call sites to
-# file:line (gcc brings it too). util-linux (unshare) and bash are essential packages.
-DEB_PACKAGES := iproute2 binutils
+# file:line (gcc brings it too); chromium and chromium-driver open `cloudhpc report`'s page in
+# tests/test_report.py (selenium drives Debian's browser: no browser is downloaded). util-linux
+# (unshare) and bash are essential packages.
+DEB_PACKAGES := iproute2 binutils chromium chromium-driver
 # Debian packages the benchmarks compare with: velvet (assemble_velvet.py); gfortran, mpich and
 # libmpich-dev build the reference NPB (npb_mops.py, profiler_vs_mpip.py) and mpiP against
 # Debian's MPICH; g++ builds IMB (build-imb.sh, middlewares.py); a Java runtime runs PySpark (kmeans_*.py).

@@ -18,6 +18,7 @@ SUBCOMMANDS = (
     "npb",
     "profile",
     "results",
+    "report",
     "cluster",
     "volume",
     "place",

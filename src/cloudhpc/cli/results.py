@@ -15,6 +15,7 @@ from ..atomic import atomic_file
 from ..errors import CloudhpcError
 from ..paths import RunFiles, check_output_file, check_run_files
 from ..results.store import filter_records, load_record, load_records, write_csv
+from . import results_analysis as analysis
 from .common import DEFAULT_RESULTS
 from .parser import add_subparser
 from .ui import err, fmt, out, print_table
@@ -42,7 +43,7 @@ def parse_since(text: str) -> dt.datetime:
 # Options the `results` command and its actions share. Given before the action (`cloudhpc
 # results --results DIR list`) they count as much as after it: the actions' copies default to
 # SUPPRESS, so an action only overrides what it was given itself.
-FILTERS = ("app", "env", "mpi", "since")
+FILTERS = ("app", "env", "mpi", "since", "campaign")
 
 
 def _filters(p: argparse.ArgumentParser, top: bool = False) -> None:
@@ -56,6 +57,7 @@ def _filters(p: argparse.ArgumentParser, top: bool = False) -> None:
     p.add_argument(
         "--since", default=d(None), help="only runs started since (ISO time, or an age: 2h, 7d)"
     )
+    p.add_argument("--campaign", default=d(None), metavar="NAME", help="only this campaign's runs")
 
 
 def _json(p: argparse.ArgumentParser, help: str, top: bool = False) -> None:
@@ -86,18 +88,24 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     ex = add_subparser(sub, "export", "export records as CSV")
     _filters(ex)
     ex.add_argument("--csv", default="-", metavar="FILE", help="output file ('-' for stdout)")
+    analysis.add_parsers(sub, _filters, _json)
     _filters(p, top=True)
     _json(p, "the records as a JSON list", top=True)
     p.set_defaults(handler=handle)
 
 
-def _selected(args) -> list[dict]:
+def selected(args: argparse.Namespace) -> list[dict]:
+    """The records the filters of `args` (the `results` options) select, oldest first."""
     since = parse_since(args.since) if args.since else None
-    return filter_records(load_records(args.results), args.app, args.env, since, args.mpi)
+    return filter_records(
+        load_records(args.results), args.app, args.env, since, args.mpi, args.campaign
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
     action = args.action or "list"
+    if action in analysis.ACTIONS:
+        return analysis.ACTIONS[action](args, selected)
     if action == "show":
         given = [f"--{f}" for f in FILTERS if getattr(args, f) is not None]
         if given:
@@ -114,7 +122,7 @@ def handle(args: argparse.Namespace) -> int:
         if args.csv != "-":
             check_output_file(args.csv, "--csv")
             check_run_files(RunFiles(outputs=[("--csv", args.csv)]), args.results)
-    records = _selected(args)
+    records = selected(args)
     if action == "export":
         if args.csv == "-":
             write_csv(records, sys.stdout)

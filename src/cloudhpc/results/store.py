@@ -269,9 +269,12 @@ def filter_records(
     env: str | None = None,
     since: dt.datetime | None = None,
     mpi: str | None = None,
+    campaign: str | None = None,
 ) -> list[dict[str, Any]]:
     out = []
     for r in records:
+        if campaign is not None and campaign_name(r) != campaign:
+            continue
         # records from before --mpi existed ran the mpich wheel
         if mpi and ((r.get("mpi") or {}).get("name") or "mpich") != mpi:
             continue
@@ -290,6 +293,12 @@ def filter_records(
                 continue
         out.append(r)
     return out
+
+
+def campaign_name(r: dict[str, Any]) -> str | None:
+    """The name of the campaign a record's run belonged to (None: not run by a campaign)."""
+    c = r.get("campaign")
+    return str(c["name"]) if isinstance(c, dict) and c.get("name") is not None else None
 
 
 CSV_COLUMNS = [

@@ -1,0 +1,319 @@
+"""Compare groups of runs: medians, spread, ratios to a baseline with bootstrap confidence
+intervals, and a regression gate.
+
+Records are split by workload (runs of different programs are never pooled), then grouped by the
+fields asked for. For each group: n, median, quartiles (IQR) and range of the metric. Each group
+is compared with the baseline group of its workload by the ratio of medians,
+median(group) / median(baseline), with a 95 % percentile-bootstrap confidence interval: the runs
+of the group and of the baseline are each resampled with replacement (B = 10 000 times by
+default, vectorised in numpy), the ratio of the two resampled medians is taken B times, and the
+2.5th and 97.5th percentiles of those ratios bound the interval. Every group draws from its own
+generator, seeded with (seed, the group's label), so a group's interval does not change when
+other groups are added and the output is the same on every run.
+
+The gate (ReFrame's references, with uncertainty): with a tolerance t, a group regresses when its
+whole interval lies beyond the tolerance on the bad side: ratio CI low > 1 + t for a metric where
+lower is better (time, latency), CI high < 1 - t where higher is better (Mop/s, bandwidth). A
+group or baseline of fewer than 2 runs has no interval and is not judged (said so).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import CloudhpcError
+from .fields import MISSING, Metric, label, matches, sort_key, workload
+from .fields import field as field_of
+
+DEFAULT_SEED = 0
+DEFAULT_BOOT = 10_000
+CONFIDENCE = 0.95
+METHOD = (
+    "ratio of medians (group / baseline); 95 % percentile bootstrap confidence interval: the "
+    "runs of the group and of the baseline resampled with replacement {boot} times each "
+    "(numpy, seed {seed}), the 2.5th and 97.5th percentiles of the resampled ratios"
+)
+
+
+@dataclass
+class Group:
+    """The runs of one workload that share the values of the grouping fields."""
+
+    workload: str
+    key: tuple[Any, ...]
+    records: list[dict[str, Any]]
+    values: np.ndarray
+    is_baseline: bool = False
+    ratio: float | None = None
+    ci: tuple[float, float] | None = None
+    verdict: str = ""
+    # campaign cell options (other than the grouping fields) whose values differ inside the group
+    mixed: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.values.size)
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.values))
+
+    @property
+    def quartiles(self) -> tuple[float, float]:
+        q1, q3 = np.percentile(self.values, [25, 75])
+        return float(q1), float(q3)
+
+    @property
+    def iqr(self) -> float:
+        q1, q3 = self.quartiles
+        return q3 - q1
+
+    def label(self, by: Sequence[str]) -> str:
+        return ",".join(f"{b}={label(v)}" for b, v in zip(by, self.key, strict=True)) or "all"
+
+
+@dataclass
+class Workload:
+    name: str
+    groups: list[Group]
+    baseline: Group | None
+    skipped: int = 0  # records of this workload without a value for the metric
+
+
+@dataclass
+class Comparison:
+    metric: Metric
+    by: list[str]
+    workloads: list[Workload]
+    baseline_filter: dict[str, str] | None
+    tolerance: float | None
+    seed: int
+    boot: int
+    failed: int = 0  # records of a failed run, left out
+
+    @property
+    def method(self) -> str:
+        return METHOD.format(boot=self.boot, seed=self.seed)
+
+    @property
+    def regressions(self) -> list[Group]:
+        return [g for w in self.workloads for g in w.groups if g.verdict == "regression"]
+
+
+def _rng(seed: int, text: str) -> np.random.Generator:
+    return np.random.default_rng([seed, zlib.crc32(text.encode())])
+
+
+def bootstrap_medians(values: np.ndarray, boot: int, rng: np.random.Generator) -> np.ndarray:
+    """`boot` medians of samples drawn with replacement from `values` (one numpy call)."""
+    idx = rng.integers(0, values.size, size=(boot, values.size))
+    return np.median(values[idx], axis=1)
+
+
+def ratio_ci(
+    boot_group: np.ndarray, boot_base: np.ndarray, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """The percentile interval of the ratio of two bootstrap distributions of medians."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = boot_group / boot_base
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def judge(ratio_ci_: tuple[float, float], tolerance: float, higher_is_better: bool) -> str:
+    low, high = ratio_ci_
+    if higher_is_better:
+        return "regression" if high < 1 - tolerance else "ok"
+    return "regression" if low > 1 + tolerance else "ok"
+
+
+def compare(
+    records: Iterable[dict[str, Any]],
+    metric: Metric,
+    by: Sequence[str],
+    baseline: dict[str, str] | None = None,
+    tolerance: float | None = None,
+    seed: int = DEFAULT_SEED,
+    boot: int = DEFAULT_BOOT,
+) -> Comparison:
+    """Group `records` per workload by the fields `by`, summarise `metric` and compare each group
+    with the baseline: the group whose runs match `baseline` (FIELD: VALUE), else the first."""
+    by = list(by)
+    failed = 0
+    per_workload: dict[str, dict[tuple, list[tuple[dict, float]]]] = {}
+    skipped: dict[str, int] = {}
+    for r in records:
+        if r.get("status", "ok") != "ok":
+            failed += 1
+            continue
+        name = workload(r)
+        value = metric.value(r)
+        if value is None:
+            skipped[name] = skipped.get(name, 0) + 1
+            continue
+        key = tuple(field_of(r, b) for b in by)
+        per_workload.setdefault(name, {}).setdefault(key, []).append((r, value))
+    result = []
+    for name in sorted(set(per_workload) | set(skipped)):
+        groups = [
+            Group(name, key, [r for r, _ in runs], np.array([v for _, v in runs]))
+            for key, runs in sorted(
+                per_workload.get(name, {}).items(),
+                key=lambda kv: tuple(sort_key(v) for v in kv[0]),
+            )
+        ]
+        for g in groups:
+            g.mixed = _mixed_cells(g.records, by)
+        base = _baseline(groups, baseline)
+        w = Workload(name, groups, base, skipped.get(name, 0))
+        if base is not None:
+            _ratios(w, metric, seed, boot, tolerance)
+        result.append(w)
+    return Comparison(metric, by, result, baseline, tolerance, seed, boot, failed)
+
+
+def _baseline(groups: list[Group], wanted: dict[str, str] | None) -> Group | None:
+    """The group all of whose runs match `wanted`; without a filter, the first group."""
+    if not groups:
+        return None
+    if not wanted:
+        groups[0].is_baseline = True
+        return groups[0]
+    hits = [g for g in groups if all(matches(r, wanted) for r in g.records)]
+    if len(hits) != 1:
+        return None
+    hits[0].is_baseline = True
+    return hits[0]
+
+
+def _ratios(w: Workload, metric: Metric, seed: int, boot: int, tolerance: float | None) -> None:
+    base = w.baseline
+    assert base is not None
+    by_label = "|".join(str(k) for k in base.key)
+    base_boot = (
+        bootstrap_medians(base.values, boot, _rng(seed, f"{w.name}|{by_label}"))
+        if base.n >= 2
+        else None
+    )
+    for g in w.groups:
+        g.ratio = g.median / base.median if base.median else None
+        if g.is_baseline:
+            g.verdict = "baseline"
+            g.ci = (1.0, 1.0) if base.n >= 2 else None
+            continue
+        if base_boot is None or g.n < 2 or g.ratio is None:
+            g.verdict = "n<2: not judged" if tolerance is not None else ""
+            continue
+        key_label = "|".join(str(k) for k in g.key)
+        g_boot = bootstrap_medians(g.values, boot, _rng(seed, f"{w.name}|{key_label}"))
+        g.ci = ratio_ci(g_boot, base_boot)
+        if tolerance is not None:
+            g.verdict = judge(g.ci, tolerance, metric.higher_is_better)
+
+
+def _mixed_cells(records: list[dict[str, Any]], by: Sequence[str]) -> dict[str, list[str]]:
+    """Campaign options not grouped by whose values differ among the group's runs: a group that
+    pools nprocs=1 and nprocs=2 compares unlike with unlike, which the caller should say."""
+    seen: dict[str, set[str]] = {}
+    for r in records:
+        cell = (
+            (r.get("campaign") or {}).get("cell") if isinstance(r.get("campaign"), dict) else None
+        )
+        if not isinstance(cell, dict):
+            continue
+        for k, v in cell.items():
+            if k in by or f"cell.{k}" in by or f"campaign.cell.{k}" in by:
+                continue
+            seen.setdefault(k, set()).add(label(v if not isinstance(v, dict | list) else str(v)))
+    return {k: sorted(v) for k, v in seen.items() if len(v) > 1}
+
+
+def parse_tolerance(text: str) -> float:
+    """`5%` or `0.05` -> 0.05."""
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100 if t.endswith("%") else float(t)
+    except ValueError:
+        raise CloudhpcError(
+            f"--tolerance {text!r}: give a percentage (5%) or a fraction (0.05)"
+        ) from None
+    if not t.endswith("%") and value >= 1:
+        raise CloudhpcError(f"--tolerance {text!r}: a fraction is below 1; for percent write {t}%")
+    if not 0 <= value < 1:
+        raise CloudhpcError(f"--tolerance {text!r} must be between 0% and 100%")
+    return value
+
+
+def to_json(c: Comparison, costs: dict[int, dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The comparison as plain data (`--json`); `costs` maps id(group) to its cost summary."""
+    return {
+        "metric": c.metric.name,
+        "label": c.metric.label,
+        "higher_is_better": c.metric.higher_is_better,
+        "by": c.by,
+        "baseline_filter": c.baseline_filter,
+        "tolerance": c.tolerance,
+        "method": c.method,
+        "seed": c.seed,
+        "bootstrap_samples": c.boot,
+        "failed_runs_left_out": c.failed,
+        "regressions": len(c.regressions),
+        "workloads": [
+            {
+                "workload": w.name,
+                "baseline": w.baseline.label(c.by) if w.baseline else None,
+                "records_without_metric": w.skipped,
+                "groups": [group_json(g, c.by, (costs or {}).get(id(g))) for g in w.groups],
+            }
+            for w in c.workloads
+        ],
+    }
+
+
+def group_json(g: Group, by: Sequence[str], cost: dict[str, Any] | None = None) -> dict[str, Any]:
+    q1, q3 = g.quartiles
+    out = {
+        "group": {b: (v if v is not None else MISSING) for b, v in zip(by, g.key, strict=True)},
+        "n": g.n,
+        "median": g.median,
+        "q1": q1,
+        "q3": q3,
+        "iqr": q3 - q1,
+        "min": float(g.values.min()),
+        "max": float(g.values.max()),
+        "ratio": g.ratio,
+        "ci_low": g.ci[0] if g.ci else None,
+        "ci_high": g.ci[1] if g.ci else None,
+        "baseline": g.is_baseline,
+        "verdict": g.verdict or None,
+        "mixed": g.mixed,
+        "ids": [r["id"] for r in g.records],
+    }
+    if cost:
+        out["cost"] = cost
+    return out
+
+
+def default_by(records: Iterable[dict[str, Any]]) -> list[str]:
+    """The campaign options whose values differ among the records (the matrix's axes, in the
+    campaign file's order), else the environment."""
+    order: list[str] = []
+    values: dict[str, set[str]] = {}
+    for r in records:
+        camp = r.get("campaign")
+        cell = camp.get("cell") if isinstance(camp, dict) else None
+        if not isinstance(cell, dict):
+            continue
+        for k, v in cell.items():
+            if k not in values:
+                order.append(k)
+            values.setdefault(k, set()).add(str(v))
+    axes = [k for k in order if len(values[k]) > 1]
+    # a cell's hosts is a file name, the record's `hosts` the hosts it named: group by the name
+    return [f"cell.{k}" if k == "hosts" else k for k in axes] or ["env"]

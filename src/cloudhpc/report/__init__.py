@@ -1,0 +1,1 @@
+"""`cloudhpc report`: records -> one self-contained HTML file (charts, tables, provenance)."""

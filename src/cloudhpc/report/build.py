@@ -1,0 +1,384 @@
+"""Records -> one self-contained HTML page: per workload a chart (metric vs P per series with
+every run, speedup, parallel overhead), the comparison table with confidence intervals, cost when
+the runs' instances are known, and the provenance of every run.
+
+Nothing is fetched when the page opens: plotly.js, the style and the data are inside the file
+(no CDN, no web font, no image by address), so it can be mailed, archived or opened offline."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .. import __version__
+from ..analysis import compare as cmp
+from ..analysis import cost
+from ..analysis.fields import Metric, field, label, workload
+from ..analysis.metrics import scaling_table
+from . import charts
+
+# Fields a series can differ in when the records are not a campaign (a campaign's own axes come
+# first): the environment, the middleware and the engine, as the seeds compare them.
+SERIES_FIELDS = ("env", "mpi", "engine", "launcher", "instance", "layout")
+P_FIELDS = ("nprocs", "P", "np", "cell.nprocs", "campaign.cell.nprocs")
+
+
+@dataclass
+class Options:
+    metric: Metric
+    by: list[str] | None = None  # series fields (P is always the x axis)
+    baseline: dict[str, str] | None = None
+    prices: cost.PriceTable | None = None
+    instance: str | None = None
+    nodes: int | None = None
+    title: str | None = None
+    seed: int = cmp.DEFAULT_SEED
+    boot: int = cmp.DEFAULT_BOOT
+
+
+def series_fields(records: Sequence[dict[str, Any]], by: list[str] | None) -> list[str]:
+    """The fields that tell the series of a chart apart (never P: it is the x axis). Without
+    `by`: the campaign's axes, else those of SERIES_FIELDS whose values differ among runs of one
+    workload at one P (a layout that follows P, or differs only between workloads, is none)."""
+    if by:
+        return [b for b in by if b not in P_FIELDS]
+    if any(isinstance(r.get("campaign"), dict) for r in records):
+        axes = [b for b in cmp.default_by(records) if b not in P_FIELDS]
+        if axes != ["env"] or _varies(records, "env"):
+            return axes
+    return [f for f in SERIES_FIELDS if _varies(records, f)]
+
+
+def _varies(records: Sequence[dict[str, Any]], name: str) -> bool:
+    seen: dict[tuple[str, Any], set[str]] = {}
+    for r in records:
+        seen.setdefault((workload(r), r.get("nprocs")), set()).add(label(field(r, name)))
+    return any(len(v) > 1 for v in seen.values())
+
+
+def build(records: list[dict[str, Any]], opts: Options) -> str:
+    """The whole page as text."""
+    ok = [r for r in records if r.get("status", "ok") == "ok"]
+    groups = series_fields(ok, opts.by)
+    by = [*groups, "nprocs"]
+    comparison = cmp.compare(ok, opts.metric, by, opts.baseline, None, opts.seed, opts.boot)
+    table = opts.prices
+    if table is None and (opts.instance or any(cost.instance_of(r) for r in ok)):
+        table = cost.load_prices(None)
+    sections, data = [], []
+    for i, w in enumerate(comparison.workloads):
+        if not w.groups:
+            continue
+        sections.append(_workload_section(i, w, comparison, groups, opts, table, data))
+    return _page(records, comparison, sections, data, opts, table)
+
+
+def _series_name(r: dict[str, Any], groups: list[str]) -> str:
+    return ", ".join(f"{g}={label(field(r, g))}" for g in groups) or "all runs"
+
+
+def _workload_section(
+    i: int,
+    w: cmp.Workload,
+    c: cmp.Comparison,
+    groups: list[str],
+    opts: Options,
+    table: cost.PriceTable | None,
+    data: list,
+) -> str:
+    metric = opts.metric
+    series: dict[str, charts.Series] = {}
+    for g in w.groups:
+        for r, v in zip(g.records, g.values, strict=True):
+            name = _series_name(r, groups)
+            rep = (
+                (r.get("campaign") or {}).get("repetition")
+                if isinstance(r.get("campaign"), dict)
+                else None
+            )
+            series.setdefault(name, charts.Series(name)).runs.append(
+                (int(r.get("nprocs") or 0), float(v), r["id"], rep if rep is not None else "-")
+            )
+    ordered = sorted(series.values(), key=lambda s: s.name)
+    scaling = {}
+    for s in ordered:
+        med = s.medians()
+        if len(med) >= 2 and all(v > 0 for v in med.values()):
+            # a rate is inversely proportional to the time: T ~ 1 / rate
+            times = {p: (1 / v if metric.higher_is_better else v) for p, v in med.items()}
+            scaling[s.name] = scaling_table(times)
+    fig = charts.figure(w.name, metric, ordered, scaling)
+    chart = charts.to_div(fig, f"chart-{i}")
+    n_runs = sum(g.n for g in w.groups)
+    parts = [
+        f'<section class="workload" id="w{i}" data-workload="{_e(w.name)}" data-runs="{n_runs}">',
+        f"<h2>{_e(w.name)}</h2>",
+        f'<div class="chart" data-points="{n_runs}">{chart}</div>',
+    ]
+    if scaling:
+        parts.append(_scaling_table(scaling, metric))
+    parts.append(_comparison_table(w, c, groups))
+    costs = _cost_rows(w, c, opts, table)
+    if costs:
+        parts.append(costs)
+    if w.skipped:
+        parts.append(f'<p class="note">{w.skipped} run(s) without {_e(metric.name)} left out.</p>')
+    parts.append("</section>")
+    data.append(
+        {
+            "workload": w.name,
+            "groups": [cmp.group_json(g, c.by) for g in w.groups],
+            "scaling": scaling,
+        }
+    )
+    return "\n".join(parts)
+
+
+def _scaling_table(scaling: dict[str, list[dict[str, float]]], metric: Metric) -> str:
+    rows = []
+    for name, table in scaling.items():
+        for r in table:
+            rows.append(
+                [
+                    name,
+                    str(r["nprocs"]),
+                    _num(1 / r["time_s"] if metric.higher_is_better else r["time_s"]),
+                    _num(r["speedup"]),
+                    _num(r["efficiency"]),
+                    _num(r["parallel_overhead"]),
+                ]
+            )
+    head = ["series", "P", f"median {metric.label}", "speedup", "efficiency", "overhead f(P)"]
+    note = (
+        "Speedup S(P) = S T(S) / T(P) and parallel overhead f(P) = (P T(P) - S T(S)) / S T(S) "
+        "(seed 000, formula 12.1) from the medians, against the smallest P of the same series (S)"
+        + ("; for a rate, T is taken as 1 / rate." if metric.higher_is_better else ".")
+    )
+    return _table("Scaling", head, rows, note)
+
+
+def _comparison_table(w: cmp.Workload, c: cmp.Comparison, groups: list[str]) -> str:
+    rows = []
+    for g in w.groups:
+        q1, q3 = g.quartiles
+        ci = f"[{_num(g.ci[0])}, {_num(g.ci[1])}]" if g.ci else "n < 2"
+        rows.append(
+            [
+                *(label(v) for v in g.key),
+                str(g.n),
+                _num(g.median),
+                f"{_num(q1)} – {_num(q3)}",
+                _num(g.ratio) if g.ratio is not None else "-",
+                "baseline" if g.is_baseline else ci,
+            ]
+        )
+    base = w.baseline.label(c.by) if w.baseline else "none (no group matches the baseline)"
+    better = "higher" if c.metric.higher_is_better else "lower"
+    head = [*groups, "P", "n", "median", "IQR (q1 – q3)", "ratio", "95 % CI"]
+    note = f"{c.metric.label}, {better} is better. Baseline: {base}. Method: {c.method}."
+    return _table("Comparison", head, rows, note, cls="comparison")
+
+
+def _cost_rows(
+    w: cmp.Workload, c: cmp.Comparison, opts: Options, table: cost.PriceTable | None
+) -> str:
+    if table is None:
+        return ""
+    rows = []
+    unit = None
+    for g in w.groups:
+        s = cost.summarise(g.records, list(g.values), c.metric, table, opts.instance, opts.nodes)
+        if not s:
+            continue
+        unit = s["perf_unit"] or unit
+        rows.append(
+            [
+                *(label(v) for v in g.key),
+                s["instance"],
+                _usd(s["usd_per_run"]),
+                _usd(s["usd_billed_alone"]),
+                _num(s["perf_per_dollar"]) if s["perf_per_dollar"] is not None else "-",
+            ]
+        )
+    if not rows:
+        return ""
+    head = [*c.by[:-1], "P", "instance x nodes", "cost to solution ($/run)", "billed alone"]
+    head.append(f"performance per $ ({unit})" if unit else "performance per $")
+    bills = sorted({p.billing + f" ({p.provider})" for p in table if _used(p, w, opts)})
+    note = (
+        "Medians over the group's runs. Cost to solution: instances x $/h x the run's time "
+        "inside the job (boot and start-up not counted). Billed alone: the provider's billing "
+        f"rule ({'; '.join(bills)}) applied to that time as if the instances ran for this run "
+        "only. Performance per $ as seed 002 section IX: performance / price (runs per $ for "
+        f"a time, units per $ for a rate). Prices: {table.origin}, on-demand list prices of "
+        f"{', '.join(table.dates)}: check them."
+    )
+    return _table("Cost", head, rows, note, cls="cost")
+
+
+def _used(p: cost.Price, w: cmp.Workload, opts: Options) -> bool:
+    if opts.instance:
+        return p.type.lower() == opts.instance.lower()
+    return any(
+        (cost.instance_of(r) or ("",))[0].lower() == p.type.lower()
+        for g in w.groups
+        for r in g.records
+    )
+
+
+def _provenance(records: list[dict[str, Any]]) -> str:
+    items = []
+    for r in records:
+        camp = r.get("campaign") if isinstance(r.get("campaign"), dict) else {}
+        cell = camp.get("cell") if isinstance(camp.get("cell"), dict) else {}
+        summary = " · ".join(
+            x
+            for x in (
+                r["id"],
+                workload(r),
+                ", ".join(f"{k}={label(v)}" for k, v in cell.items()),
+                f"rep {camp['repetition']}" if camp.get("repetition") is not None else "",
+                r.get("status", "ok"),
+            )
+            if x
+        )
+        host = r.get("host") if isinstance(r.get("host"), dict) else {}
+        mpi = r.get("mpi") if isinstance(r.get("mpi"), dict) else {}
+        facts = [
+            ("command", r.get("command_line")),
+            ("started", r.get("started_at")),
+            ("status", r.get("status", "ok")),
+            (
+                "host",
+                f"{host.get('hostname')} ({host.get('cpu_model')}, {host.get('cores')} cores)",
+            ),
+            (
+                "MPI",
+                f"{mpi.get('name') or ''} {mpi.get('version') or ''} {mpi.get('library') or ''}",
+            ),
+            ("environment", label(field(r, "env"))),
+            ("launcher / engine", f"{r.get('launcher')} / {r.get('engine')}"),
+            ("P / layout", f"{r.get('nprocs')} / {r.get('layout')}"),
+            ("instance", json.dumps(r.get("instance")) if r.get("instance") else "-"),
+            ("total_s", _num((r.get("timings") or {}).get("total_s"))),
+            ("jit_cache", r.get("jit_cache")),
+            ("verified", r.get("verified")),
+            ("software", json.dumps(r.get("software"), sort_keys=True)),
+        ]
+        prov = r.get("provenance")
+        if isinstance(prov, dict):
+            facts += [
+                (f"provenance.{k}", json.dumps(v) if isinstance(v, dict | list) else v)
+                for k, v in prov.items()
+            ]
+        rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
+        raw = json.dumps(r, indent=1, sort_keys=True, default=str)
+        items.append(
+            f'<details class="run" data-id="{_e(r["id"])}"><summary>{_e(summary)}</summary>'
+            f'<table class="facts">{rows}</table>'
+            f"<details><summary>the whole record</summary><pre>{_e(raw)}</pre></details>"
+            "</details>"
+        )
+    return "\n".join(items)
+
+
+def _page(
+    records: list[dict[str, Any]],
+    c: cmp.Comparison,
+    sections: list[str],
+    data: list,
+    opts: Options,
+    table: cost.PriceTable | None,
+) -> str:
+    campaigns = sorted(
+        {
+            str(r["campaign"]["name"])
+            for r in records
+            if isinstance(r.get("campaign"), dict) and r["campaign"].get("name")
+        }
+    )
+    title = opts.title or (
+        f"cloudhpc report: campaign {', '.join(campaigns)}" if campaigns else "cloudhpc report"
+    )
+    started = sorted(r.get("started_at", "") for r in records)
+    failed = sum(1 for r in records if r.get("status", "ok") != "ok")
+    toc = "".join(
+        f'<li><a href="#w{i}">{_e(w.name)}</a></li>' for i, w in enumerate(c.workloads) if w.groups
+    )
+    meta = (
+        f"{len(records)} run(s)"
+        + (f", {failed} failed (left out of charts and tables)" if failed else "")
+        + f", {started[0][:19]} to {started[-1][:19]}"
+        + f"; metric {c.metric.label}; made {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC by "
+        f"cloudhpc {__version__}"
+    )
+    payload = json.dumps(
+        {"metric": c.metric.name, "method": c.method, "workloads": data}, default=str
+    ).replace("</", "<\\/")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="cloudhpc {_e(__version__)}">
+<title>{_e(title)}</title>
+<style>{STYLE}</style>
+<script>{charts.plotly_js()}</script>
+</head><body>
+<header><h1>{_e(title)}</h1><p class="meta">{_e(meta)}</p>
+<nav><ul>{toc}</ul></nav></header>
+<main>
+{"".join(sections) or '<p class="note">No run has a value for this metric.</p>'}
+<section id="provenance"><h2>Provenance of every run</h2>
+{_provenance(records)}
+</section>
+</main>
+<script type="application/json" id="cloudhpc-data">{payload}</script>
+</body></html>
+"""
+
+
+STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1200px;
+padding:0 1.5em 3em;color:#222}
+h1{font-size:1.5em;margin-bottom:.2em}h2{border-bottom:1px solid #ddd;padding-bottom:.2em}
+.meta,.note{color:#555;font-size:.9em}
+nav ul{display:flex;flex-wrap:wrap;gap:.3em 1.2em;padding:0;list-style:none}
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em}
+th,td{border:1px solid #ddd;padding:.25em .6em;text-align:right}
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
+caption{text-align:left;font-weight:600;padding:.3em 0}
+details.run{margin:.2em 0;font-size:.9em}details.run summary{cursor:pointer}
+table.facts th,table.facts td{text-align:left;vertical-align:top}
+pre{background:#f8f8f8;padding:.6em;overflow:auto;max-height:30em;font-size:.85em}
+"""
+
+
+def _table(caption: str, head: list[str], rows: list[list[str]], note: str, cls: str = "") -> str:
+    th = "".join(f"<th>{_e(h)}</th>" for h in head)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return (
+        f'<table class="{cls}"><caption>{_e(caption)}</caption><thead><tr>{th}</tr></thead>'
+        f'<tbody>{body}</tbody></table><p class="note">{_e(note)}</p>'
+    )
+
+
+def _e(value: Any) -> str:
+    return html.escape("" if value is None else str(value), quote=True)
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "-"
+    v = float(value)
+    if v == 0:
+        return "0"
+    if abs(v) >= 1e5 or abs(v) < 1e-3:
+        return f"{v:.3e}"
+    return f"{v:.4g}"
+
+
+def _usd(value: float) -> str:
+    return f"${value:.3g}" if value < 100 else f"${value:,.0f}"

@@ -1,0 +1,230 @@
+"""`cloudhpc report`: one self-contained HTML file, opened in headless Chromium (Debian's, driven
+by selenium): one chart per workload with every run plotted, no console error, no request."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from browser import Browser, available
+from campaign_records import campaign_record, write
+from helpers import assert_one_line_error, run_cli
+
+EP_TIMES = {("native", 1): 2.0, ("native", 2): 1.1, ("vm-net", 1): 2.6, ("vm-net", 2): 1.5}
+
+
+@pytest.fixture(scope="module")
+def campaign(real_templates, tmp_path_factory):
+    """Campaign `rep` on 1 x c5n.18xlarge: ep at P = 1, 2 and pingpong at P = 2, each on native
+    and vm-net, 2 repetitions (12 runs), and one failed ep run."""
+    results = tmp_path_factory.mktemp("report") / "results"
+    inst = {"type": "c5n.18xlarge", "nodes": 1}
+    recs = []
+    for rep in range(2):
+        for env in ("native", "vm-net"):
+            for p in (1, 2):
+                t = EP_TIMES[env, p] * (1 + 0.01 * rep)
+                recs.append(
+                    campaign_record(
+                        real_templates["ep"],
+                        campaign="rep",
+                        workload="ep",
+                        cell={"nprocs": p, "env": env},
+                        repetition=rep,
+                        total_s=t,
+                        scale=t / 2.0 * p,
+                        instance=inst,
+                    )
+                )
+            recs.append(
+                campaign_record(
+                    real_templates["pingpong"],
+                    campaign="rep",
+                    workload="pingpong",
+                    cell={"nprocs": 2, "env": env},
+                    repetition=rep,
+                    total_s=0.2 + 0.01 * rep,
+                    scale=1.3 if env == "vm-net" else 1.0,
+                    instance=inst,
+                )
+            )
+    recs.append(
+        campaign_record(
+            real_templates["ep"],
+            campaign="rep",
+            workload="ep",
+            cell={"nprocs": 2, "env": "native"},
+            repetition=2,
+            total_s=99.0,
+            status="failed",
+        )
+    )
+    write(results, recs)
+    return results, recs
+
+
+@pytest.fixture(scope="module")
+def report(campaign, tmp_path_factory):
+    results, recs = campaign
+    out = tmp_path_factory.mktemp("html") / "r.html"
+    r = run_cli("report", "--campaign", "rep", "--results", str(results), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    assert f"wrote {out}: 13 run(s)" in r.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser():
+    why = available()
+    if why:
+        pytest.skip(why)
+    b = Browser()
+    yield b
+    b.quit()
+
+
+@pytest.fixture(scope="module")
+def page(browser, report):
+    console, requests = browser.open(report)
+    browser.wait_for("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2")
+    return console, requests
+
+
+@pytest.fixture
+def shown(browser, report, page):
+    """The report in the browser (a test may have opened another page)."""
+    if browser.driver.current_url != report.resolve().as_uri():
+        browser.open(report)
+        browser.wait_for("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2")
+    return browser
+
+
+def _points(browser, chart: str, subplot: str) -> int:
+    return browser.js(
+        "return document.querySelectorAll(arguments[0] + ' g.subplot.' + arguments[1] + "
+        "' path.point').length",
+        f"#{chart}",
+        subplot,
+    )
+
+
+def test_one_chart_per_workload_with_every_run(shown, campaign):
+    browser = shown
+    _, recs = campaign
+    sections = browser.js(
+        "return [...document.querySelectorAll('section.workload')].map(s => "
+        "[s.dataset.workload, s.querySelectorAll('.js-plotly-plot').length, "
+        "s.querySelector('.js-plotly-plot').id])"
+    )
+    assert [(w, n) for w, n, _ in sections] == [("ep", 1), ("pingpong", 1)]
+    assert browser.js("return document.querySelectorAll('.js-plotly-plot').length") == 2
+    ep_chart, ping_chart = (c for _, _, c in sections)
+    ok = [r for r in recs if r["status"] == "ok"]
+    ep = [r for r in ok if r["campaign"]["workload"] == "ep"]
+    ping = [r for r in ok if r["campaign"]["workload"] == "pingpong"]
+    # every repetition is a point in the metric panel; speedup and overhead: one per series and P
+    assert _points(browser, ep_chart, "xy") == len(ep) == 8
+    assert _points(browser, ep_chart, "x2y2") == 4
+    assert _points(browser, ep_chart, "x3y3") == 4
+    # one P only: a box per environment with every run as a point
+    assert _points(browser, ping_chart, "xy") == len(ping) == 4
+    # the plotted values are the records' times (the median lines and boxes aside)
+    plotted = browser.js(
+        "return document.getElementById(arguments[0]).data.filter(t => t.mode === 'markers')"
+        ".flatMap(t => t.customdata.map((c, i) => [c[0], t.y[i]]))",
+        ep_chart,
+    )
+    assert sorted(plotted) == sorted([r["id"], r["timings"]["total_s"]] for r in ep)
+
+
+def test_speedup_and_overhead_are_formula_12_1(shown):
+    browser = shown
+    traces = browser.js(
+        "return document.getElementById('chart-0').data.filter(t => t.mode === 'lines+markers')"
+        ".map(t => [t.name, t.x, t.y])"
+    )
+    got = {name: dict(zip(x, y, strict=True)) for name, x, y in traces}
+    for env in ("native", "vm-net"):
+        t1 = sorted([EP_TIMES[env, 1], EP_TIMES[env, 1] * 1.01])
+        t2 = sorted([EP_TIMES[env, 2], EP_TIMES[env, 2] * 1.01])
+        m1, m2 = sum(t1) / 2, sum(t2) / 2
+        assert got[f"env={env} speedup"][2] == pytest.approx(m1 / m2)
+        assert got[f"env={env} parallel_overhead"][2] == pytest.approx((2 * m2 - m1) / m1)
+
+
+def test_no_console_error_and_no_request(page):
+    console, requests = page
+    assert [e for e in console if e["level"] in ("SEVERE", "WARNING")] == []
+    assert requests == []
+
+
+def test_the_request_and_error_detectors_can_fail(browser, tmp_path):
+    """A page that asks the network for something (loopback, nothing listens on port 9) and
+    throws: both are seen, so the assertions above mean something."""
+    page = tmp_path / "leaky.html"
+    page.write_text(
+        '<!DOCTYPE html><html><body><img src="http://127.0.0.1:9/x.png">'
+        "<script>throw new Error('planted')</script></body></html>"
+    )
+    console, requests = browser.open(page)
+    assert requests == ["http://127.0.0.1:9/x.png"]
+    assert any("planted" in e["message"] for e in console if e["level"] == "SEVERE")
+
+
+def test_tables_cost_and_provenance(shown, campaign):
+    browser = shown
+    _, recs = campaign
+    text = browser.js("return document.querySelector('#w0').innerText")
+    assert "Comparison" in text and "95 % CI" in text and "baseline" in text
+    assert re.search(r"\[\d\.\d+, \d\.\d+\]", text)
+    # $ per run from the shipped table: c5n.18xlarge at $3.888/h
+    assert "c5n.18xlarge x1" in text and "cost to solution" in text
+    median = (2.0 + 2.0 * 1.01) / 2
+    assert f"${median * 3.888 / 3600:.3g}" in text
+    assert "per second, 60 s minimum" in text and "2024-06" in text
+    # every run's provenance, collapsed, failed ones too
+    runs = browser.js(
+        "return [...document.querySelectorAll('details.run')].map(d => [d.dataset.id, d.open])"
+    )
+    assert sorted(i for i, _ in runs) == sorted(r["id"] for r in recs)
+    assert not any(is_open for _, is_open in runs)
+    data = json.loads(browser.js("return document.getElementById('cloudhpc-data').textContent"))
+    assert [w["workload"] for w in data["workloads"]] == ["ep", "pingpong"]
+
+
+def test_the_file_holds_everything(report):
+    html = report.read_text()
+    assert html.count("<script") == 4  # plotly.js, a chart each, the data
+    assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", html)
+    assert "@import" not in html and "@font-face" not in html
+
+
+def test_report_of_ids_without_instances(campaign, tmp_path):
+    results, recs = campaign
+    ids = [r["id"] for r in recs if r["campaign"]["workload"] == "pingpong"]
+    out = tmp_path / "ids.html"
+    r = run_cli("report", *ids, "--results", str(results), "--out", str(out), "--title", "pp")
+    assert r.returncode == 0, r.stderr
+    html = out.read_text()
+    assert "<title>pp</title>" in html and 'data-workload="pingpong"' in html
+    assert 'data-workload="ep"' not in html
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--campaign", "rep", "--out", "{results}/r.html"], "inside the results store"),
+        (["--campaign", "nope", "--out", "{tmp}/r.html"], "match --campaign nope"),
+        (["--out", "{tmp}/r.html"], "give --campaign NAME (or --app"),
+        (["--campaign", "rep", "--out", "{tmp}/no/such/r.html"], "does not exist"),
+        (["--campaign", "rep", "--out", "{tmp}/r.html", "--instance", "x9"], "not in the shipped"),
+    ],
+)
+def test_bad_report_requests(campaign, tmp_path, args, needle):
+    results, _ = campaign
+    args = [a.format(results=results, tmp=tmp_path) for a in args]
+    r = run_cli("report", "--results", str(results), *args)
+    assert_one_line_error(r, needle)
+    assert r.returncode == 2
+    assert not list(tmp_path.glob("*.html")) and not list(results.glob("*.html"))
