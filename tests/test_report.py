@@ -219,6 +219,7 @@ def test_report_of_ids_without_instances(campaign, tmp_path):
         (["--out", "{tmp}/r.html"], "give --campaign NAME (or --app"),
         (["--campaign", "rep", "--out", "{tmp}/no/such/r.html"], "does not exist"),
         (["--campaign", "rep", "--out", "{tmp}/r.html", "--instance", "x9"], "not in the shipped"),
+        (["--campaign", "rep", "--out", "{tmp}/r.html", "--metric", "nope"], "has a value for"),
     ],
 )
 def test_bad_report_requests(campaign, tmp_path, args, needle):
@@ -228,3 +229,24 @@ def test_bad_report_requests(campaign, tmp_path, args, needle):
     assert_one_line_error(r, needle)
     assert r.returncode == 2
     assert not list(tmp_path.glob("*.html")) and not list(results.glob("*.html"))
+
+
+def test_a_metric_one_workload_lacks(campaign, tmp_path):
+    results, recs = campaign
+    out = tmp_path / "mops.html"
+    r = run_cli(
+        "report",
+        "--campaign",
+        "rep",
+        "--results",
+        str(results),
+        "--out",
+        str(out),
+        "--metric",
+        "mops",
+    )
+    assert r.returncode == 0, r.stderr
+    html = out.read_text()
+    assert html.count('<div class="chart"') == 1 and 'data-workload="ep"' in html
+    assert "pingpong: none of its 4 run(s) has mops; no chart." in html
+    assert "Mop/s total" in html and "Mop/$" in html  # performance per dollar of a rate

@@ -19,6 +19,7 @@ from ..analysis import compare as cmp
 from ..analysis import cost
 from ..analysis.fields import Metric, field, label, workload
 from ..analysis.metrics import scaling_table
+from ..errors import CloudhpcError
 from . import charts
 
 # Fields a series can differ in when the records are not a campaign (a campaign's own axes come
@@ -69,9 +70,18 @@ def build(records: list[dict[str, Any]], opts: Options) -> str:
     table = opts.prices
     if table is None and (opts.instance or any(cost.instance_of(r) for r in ok)):
         table = cost.load_prices(None)
+    if not any(w.groups for w in comparison.workloads):
+        raise CloudhpcError(
+            f"none of the {len(ok)} successful runs has a value for --metric {opts.metric.name}"
+        )
+    charts.require_plotly()
     sections, data = [], []
     for i, w in enumerate(comparison.workloads):
         if not w.groups:
+            sections.append(
+                f'<p class="note">{_e(w.name)}: none of its {w.skipped} run(s) has '
+                f"{_e(opts.metric.name)}; no chart.</p>"
+            )
             continue
         sections.append(_workload_section(i, w, comparison, groups, opts, table, data))
     return _page(records, comparison, sections, data, opts, table)
@@ -330,7 +340,7 @@ def _page(
 <header><h1>{_e(title)}</h1><p class="meta">{_e(meta)}</p>
 <nav><ul>{toc}</ul></nav></header>
 <main>
-{"".join(sections) or '<p class="note">No run has a value for this metric.</p>'}
+{"".join(sections)}
 <section id="provenance"><h2>Provenance of every run</h2>
 {_provenance(records)}
 </section>

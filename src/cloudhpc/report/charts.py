@@ -184,6 +184,19 @@ def figure(
     return fig
 
 
+def require_plotly() -> None:
+    """One line, not a traceback, when plotly is missing (a venv made before it was needed)."""
+    try:
+        import plotly  # noqa: F401
+    except ImportError:
+        from ..errors import EnvironmentFailure
+
+        raise EnvironmentFailure(
+            "the report needs plotly, which is not installed: pip install -e '.[test]' (or "
+            "pip install plotly)"
+        ) from None
+
+
 def to_div(fig, div_id: str) -> str:
     """The figure as a <div> and its <script>; plotly.js itself is inlined once by the page."""
     import plotly.io as pio
