@@ -148,6 +148,26 @@ def test_groups_that_pool_campaign_options_are_flagged():
     assert cmp.default_by(recs) == ["nprocs"]
 
 
+def test_a_baseline_filter_leaving_fields_free_compares_within_them():
+    """--by env,nprocs --baseline env=native: each group against native at its own nprocs."""
+    times = {("native", 1): 4.0, ("native", 2): 2.0, ("vm", 1): 5.0, ("vm", 2): 3.0, ("vm", 4): 2.0}
+    recs = [
+        _rec(10 * i + k, env, t * (1 + 0.01 * k), nprocs=p)
+        for i, ((env, p), t) in enumerate(times.items())
+        for k in range(3)
+    ]
+    c = cmp.compare(recs, parse_metric("total_s"), ["env", "nprocs"], {"env": "native"}, 0.05)
+    assert c.strata == ["nprocs"]
+    (w,) = c.workloads
+    assert c.baseline_text(w) == "env=native at the same nprocs"
+    got = {g.key: (g.base.key if g.base else None, g.ratio, g.verdict) for g in w.groups}
+    assert got[("native", 1)] == (("native", 1), 1.0, "baseline")
+    assert got[("vm", 1)][:2] == (("native", 1), pytest.approx(5 / 4))
+    assert got[("vm", 2)][:2] == (("native", 2), pytest.approx(3 / 2))
+    assert got[("vm", 4)] == (None, None, "")  # no native run at P = 4
+    assert {g.key for g in c.regressions} == {("vm", 1), ("vm", 2)}
+
+
 def test_groups_sort_numbers_numerically():
     recs = [_rec(i, "a", 1.0, nprocs=p) for i, p in enumerate([16, 2, 4, 1])]
     c = cmp.compare(recs, parse_metric("total_s"), ["nprocs"])

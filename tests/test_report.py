@@ -178,6 +178,9 @@ def test_tables_cost_and_provenance(shown, campaign):
     text = browser.js("return document.querySelector('#w0').innerText")
     assert "Comparison" in text and "95 % CI" in text and "baseline" in text
     assert re.search(r"\[\d\.\d+, \d\.\d+\]", text)
+    # each environment against native at the same P
+    assert "Baseline: env=native at the same nprocs" in text
+    assert f"{EP_TIMES['vm-net', 2] / EP_TIMES['native', 2]:.4g}" in text
     # $ per run from the shipped table: c5n.18xlarge at $3.888/h
     assert "c5n.18xlarge x1" in text and "cost to solution" in text
     median = (2.0 + 2.0 * 1.01) / 2

@@ -49,6 +49,7 @@ class Group:
     records: list[dict[str, Any]]
     values: np.ndarray
     is_baseline: bool = False
+    base: Group | None = None  # the baseline group it is compared with
     ratio: float | None = None
     ci: tuple[float, float] | None = None
     verdict: str = ""
@@ -81,7 +82,7 @@ class Group:
 class Workload:
     name: str
     groups: list[Group]
-    baseline: Group | None
+    baselines: list[Group]  # one, or one per value of the comparison's `strata`
     skipped: int = 0  # records of this workload without a value for the metric
 
 
@@ -91,6 +92,9 @@ class Comparison:
     by: list[str]
     workloads: list[Workload]
     baseline_filter: dict[str, str] | None
+    # the --by fields the baseline filter leaves free: each group is compared with the baseline
+    # group that has its values of these (--by env,nprocs --baseline env=native: per nprocs)
+    strata: list[str]
     tolerance: float | None
     seed: int
     boot: int
@@ -99,6 +103,14 @@ class Comparison:
     @property
     def method(self) -> str:
         return METHOD.format(boot=self.boot, seed=self.seed)
+
+    def baseline_text(self, w: Workload) -> str:
+        if not w.baselines:
+            return "none (no group matches the baseline)"
+        if self.baseline_filter and self.strata:
+            wanted = ",".join(f"{k}={v}" for k, v in self.baseline_filter.items())
+            return f"{wanted} at the same {','.join(self.strata)}"
+        return w.baselines[0].label(self.by)
 
     @property
     def regressions(self) -> list[Group]:
@@ -143,8 +155,11 @@ def compare(
     boot: int = DEFAULT_BOOT,
 ) -> Comparison:
     """Group `records` per workload by the fields `by`, summarise `metric` and compare each group
-    with the baseline: the group whose runs match `baseline` (FIELD: VALUE), else the first."""
+    with its baseline: the group whose runs match `baseline` (FIELD: VALUE) and that has the
+    group's values of the --by fields the filter leaves free; without a filter, the first."""
     by = list(by)
+    free = [i for i, b in enumerate(by) if baseline and b not in baseline]
+    strata = [by[i] for i in free]
     failed = 0
     per_workload: dict[str, dict[tuple, list[tuple[dict, float]]]] = {}
     skipped: dict[str, int] = {}
@@ -170,49 +185,66 @@ def compare(
         ]
         for g in groups:
             g.mixed = _mixed_cells(g.records, by)
-        base = _baseline(groups, baseline)
-        w = Workload(name, groups, base, skipped.get(name, 0))
-        if base is not None:
-            _ratios(w, metric, seed, boot, tolerance)
+        w = Workload(name, groups, _baselines(groups, baseline, free), skipped.get(name, 0))
+        _ratios(w, metric, seed, boot, tolerance)
         result.append(w)
-    return Comparison(metric, by, result, baseline, tolerance, seed, boot, failed)
+    return Comparison(metric, by, result, baseline, strata, tolerance, seed, boot, failed)
 
 
-def _baseline(groups: list[Group], wanted: dict[str, str] | None) -> Group | None:
-    """The group all of whose runs match `wanted`; without a filter, the first group."""
+def _baselines(groups: list[Group], wanted: dict[str, str] | None, free: list[int]) -> list[Group]:
+    """Mark the baseline groups and give each group its own: without a filter the first group
+    for all; else, for each value of the --by fields at positions `free` (those the filter
+    leaves free), the one group of that value all of whose runs match the filter."""
     if not groups:
-        return None
+        return []
     if not wanted:
         groups[0].is_baseline = True
-        return groups[0]
-    hits = [g for g in groups if all(matches(r, wanted) for r in g.records)]
-    if len(hits) != 1:
-        return None
-    hits[0].is_baseline = True
-    return hits[0]
+        for g in groups:
+            g.base = groups[0]
+        return [groups[0]]
+
+    def stratum(g: Group) -> tuple:
+        return tuple(g.key[i] for i in free)
+
+    hits: dict[tuple, list[Group]] = {}
+    for g in groups:
+        if all(matches(r, wanted) for r in g.records):
+            hits.setdefault(stratum(g), []).append(g)
+    chosen = {k: gs[0] for k, gs in hits.items() if len(gs) == 1}  # two would be ambiguous
+    for b in chosen.values():
+        b.is_baseline = True
+    for g in groups:
+        g.base = chosen.get(stratum(g))
+    return list(chosen.values())
 
 
 def _ratios(w: Workload, metric: Metric, seed: int, boot: int, tolerance: float | None) -> None:
-    base = w.baseline
-    assert base is not None
-    by_label = "|".join(str(k) for k in base.key)
-    base_boot = (
-        bootstrap_medians(base.values, boot, _rng(seed, f"{w.name}|{by_label}"))
-        if base.n >= 2
-        else None
-    )
+    boots: dict[int, np.ndarray | None] = {}
+
+    def resampled(g: Group) -> np.ndarray | None:
+        if id(g) not in boots:
+            label_ = "|".join(str(k) for k in g.key)
+            boots[id(g)] = (
+                bootstrap_medians(g.values, boot, _rng(seed, f"{w.name}|{label_}"))
+                if g.n >= 2
+                else None
+            )
+        return boots[id(g)]
+
     for g in w.groups:
+        base = g.base
+        if base is None:
+            continue
         g.ratio = g.median / base.median if base.median else None
         if g.is_baseline:
             g.verdict = "baseline"
             g.ci = (1.0, 1.0) if base.n >= 2 else None
             continue
+        base_boot = resampled(base)
         if base_boot is None or g.n < 2 or g.ratio is None:
             g.verdict = "n<2: not judged" if tolerance is not None else ""
             continue
-        key_label = "|".join(str(k) for k in g.key)
-        g_boot = bootstrap_medians(g.values, boot, _rng(seed, f"{w.name}|{key_label}"))
-        g.ci = ratio_ci(g_boot, base_boot)
+        g.ci = ratio_ci(resampled(g), base_boot)
         if tolerance is not None:
             g.verdict = judge(g.ci, tolerance, metric.higher_is_better)
 
@@ -258,6 +290,7 @@ def to_json(c: Comparison, costs: dict[int, dict[str, Any]] | None = None) -> di
         "higher_is_better": c.metric.higher_is_better,
         "by": c.by,
         "baseline_filter": c.baseline_filter,
+        "strata": c.strata,
         "tolerance": c.tolerance,
         "method": c.method,
         "seed": c.seed,
@@ -267,7 +300,7 @@ def to_json(c: Comparison, costs: dict[int, dict[str, Any]] | None = None) -> di
         "workloads": [
             {
                 "workload": w.name,
-                "baseline": w.baseline.label(c.by) if w.baseline else None,
+                "baseline": c.baseline_text(w) if w.baselines else None,
                 "records_without_metric": w.skipped,
                 "groups": [group_json(g, c.by, (costs or {}).get(id(g))) for g in w.groups],
             }
@@ -291,6 +324,7 @@ def group_json(g: Group, by: Sequence[str], cost: dict[str, Any] | None = None) 
         "ci_low": g.ci[0] if g.ci else None,
         "ci_high": g.ci[1] if g.ci else None,
         "baseline": g.is_baseline,
+        "compared_with": g.base.label(by) if g.base is not None else None,
         "verdict": g.verdict or None,
         "mixed": g.mixed,
         "ids": [r["id"] for r in g.records],

@@ -57,8 +57,9 @@ def add_parsers(sub, filters, json_option) -> None:
     c.add_argument(
         "--baseline",
         metavar="FILTER",
-        help="the baseline group: FIELD=VALUE[,FIELD=VALUE] (env=native) (default: the first "
-        "group in sorted order)",
+        help="the baseline: FIELD=VALUE[,FIELD=VALUE] (env=native); --by fields it leaves free "
+        "are compared within (--by env,nprocs --baseline env=native: each nprocs against "
+        "native at that nprocs) (default: the first group in sorted order)",
     )
     c.add_argument(
         "--tolerance",
@@ -149,7 +150,7 @@ def handle_compare(args: argparse.Namespace, select: Select) -> int:
         raise CloudhpcError(
             f"none of the {len(records)} records has a value for --metric {metric.name}"
         )
-    if baseline and all(w.baseline is None for w in c.workloads if w.groups):
+    if baseline and not any(w.baselines for w in c.workloads):
         raise CloudhpcError(_baseline_problem(c, baseline))
     if table is None and any(cost.has_instances(g.records) for w in c.workloads for g in w.groups):
         table = cost.load_prices(None)
@@ -210,13 +211,16 @@ def _print_comparison(c: cmp.Comparison, costs: dict, table) -> None:
                 row["verdict"] = g.verdict
             rows.append(row)
         columns = list(dict.fromkeys(k for r in rows for k in r))
-        base = w.baseline.label(c.by) if w.baseline else "none (no group matches --baseline)"
+        base = c.baseline_text(w)
         print_table(
             f"{w.name}: {c.metric.label}, {better} is better; ratio to baseline {base}",
             rows,
             columns,
         )
         notes = []
+        orphans = [g.label(c.by) for g in w.groups if g.base is None]
+        if w.baselines and orphans:
+            notes.append(f"no baseline group to compare with: {'; '.join(orphans)}")
         if w.skipped:
             notes.append(f"{w.skipped} run(s) without {c.metric.name} left out")
         for g in w.groups:

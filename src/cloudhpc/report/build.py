@@ -17,7 +17,7 @@ from typing import Any
 from .. import __version__
 from ..analysis import compare as cmp
 from ..analysis import cost
-from ..analysis.fields import Metric, field, label, workload
+from ..analysis.fields import Metric, field, label, sort_key, workload
 from ..analysis.metrics import scaling_table
 from ..errors import CloudhpcError
 from . import charts
@@ -66,7 +66,12 @@ def build(records: list[dict[str, Any]], opts: Options) -> str:
     ok = [r for r in records if r.get("status", "ok") == "ok"]
     groups = series_fields(ok, opts.by)
     by = [*groups, "nprocs"]
-    comparison = cmp.compare(ok, opts.metric, by, opts.baseline, None, opts.seed, opts.boot)
+    baseline = opts.baseline
+    if baseline is None and groups:
+        # each series is compared with the first series at the same P
+        first = min(ok, key=lambda r: tuple(sort_key(field(r, f)) for f in groups))
+        baseline = {f: label(field(first, f)) for f in groups}
+    comparison = cmp.compare(ok, opts.metric, by, baseline, None, opts.seed, opts.boot)
     table = opts.prices
     if table is None and (opts.instance or any(cost.instance_of(r) for r in ok)):
         table = cost.load_prices(None)
@@ -186,7 +191,7 @@ def _comparison_table(w: cmp.Workload, c: cmp.Comparison, groups: list[str]) -> 
                 "baseline" if g.is_baseline else ci,
             ]
         )
-    base = w.baseline.label(c.by) if w.baseline else "none (no group matches the baseline)"
+    base = c.baseline_text(w)
     better = "higher" if c.metric.higher_is_better else "lower"
     head = [*groups, "P", "n", "median", "IQR (q1 – q3)", "ratio", "95 % CI"]
     note = f"{c.metric.label}, {better} is better. Baseline: {base}. Method: {c.method}."
