@@ -127,6 +127,7 @@ def shell(tmp_path_factory):
     scratch = tmp_path_factory.mktemp("readme")
     (scratch / ".venv").symlink_to(VENV)
     (scratch / "examples").symlink_to(ROOT / "examples")
+    (scratch / "campaigns").symlink_to(ROOT / "campaigns")
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CLOUDHPC_CLUSTERS")}
     env["PATH"] = ":".join(p for p in env.get("PATH", "").split(":") if p != str(VENV / "bin"))
     env["CLOUDHPC_CLUSTERS"] = str(scratch / "clusters")
@@ -216,6 +217,10 @@ def _stencil_callsites(d: Path, out: str, err: str) -> None:
     assert any("Sendrecv" in ln and "stencil.c:" in ln for ln in out.splitlines()), out
 
 
+def _campaign_status(d: Path, out: str, err: str) -> None:
+    assert "campaign quick" in out and "8 ok, 0 failed, 0 missing of 8" in out, out
+
+
 def _version(d: Path, out: str, err: str) -> None:
     from cloudhpc import __version__
 
@@ -235,6 +240,7 @@ CHECKS = {
     "npb ep --class W -n 2 --env vm-net --json": _npb_json,
     "./stencil 200": _stencil_profile,
     "profile show last --callsites": _stencil_callsites,
+    "campaign status campaigns/quick.toml": _campaign_status,
 }
 
 

@@ -52,6 +52,8 @@ class Job:
     engine_options: dict[str, Any] = field(default_factory=dict)
     # the emulated cluster the hosts belong to (cluster.Cluster.to_dict()), None elsewhere
     cluster: dict[str, Any] | None = None
+    # the machine type the run stands for, for its cost: {"type": "c5n.18xlarge", "nodes": 2}
+    instance: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))

@@ -7,20 +7,20 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Callable
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from ..envs import environment_names
-from ..errors import CloudhpcError, EnvironmentFailure
+from ..errors import CloudhpcError
 from ..job import Job
 from ..launch import LAUNCHERS
+from ..launch.execute import RunRequest, run_job
 from ..launch.options import DEFAULT_RESULTS, LaunchOptions, make_job
-from ..launch.runner import plan_job, provisioned, raise_for_failure, run_plan
+from ..launch.runner import plan_job, provisioned
 from ..mpi import DEFAULT as DEFAULT_MPI
 from ..mpi import IMPLEMENTATIONS
-from ..results.provenance import Probe
-from ..results.store import check_writable, make_record, now_utc, write_record
 from .ui import ProgressMonitor, err, out
 
 
@@ -79,6 +79,26 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int = 1) -> None:
         "--oversubscribe", action="store_true", help="allow more ranks (x threads) than slots"
     )
     g.add_argument(
+        "--instance",
+        metavar="TYPE",
+        help="the cloud instance type this run stands for (e.g. c5n.18xlarge, a type of the "
+        "price table): a label recorded as the record's instance, from which `results cost` "
+        "and reports give the run's $; it does not change how the run starts",
+    )
+    g.add_argument(
+        "--nodes",
+        type=int,
+        metavar="N",
+        help="with --instance: how many nodes of that type (default: the layout's nodes, else "
+        "the distinct hosts the ranks run on, else 1)",
+    )
+    g.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="with --instance: the price table the type must be in, in the shipped table's "
+        "format (`cloudhpc results cost --list`); default: the shipped, dated table",
+    )
+    g.add_argument(
         "--dry-run", action="store_true", help="print the exact argv and environment, start nothing"
     )
     g.add_argument(
@@ -129,7 +149,25 @@ def launch_options(
         command_line=command_line(),
         default_np=args._default_np,
         engine_options=dict(engine_options or {}),
+        instance=instance_type(args),
+        instance_nodes=getattr(args, "nodes", None),
     )
+
+
+def instance_type(args: argparse.Namespace) -> str | None:
+    """--instance TYPE, checked against the price table (--prices FILE, else the shipped one)
+    and spelled as the table spells it; None without --instance."""
+    name = getattr(args, "instance", None)
+    prices = getattr(args, "prices", None)
+    if name is None:
+        if prices is not None:
+            raise CloudhpcError("--prices is the table --instance TYPE is checked against")
+        return None
+    if not name.strip():
+        return name  # make_job's one line for an empty type
+    from ..analysis.cost import load_prices
+
+    return load_prices(prices).lookup(name.strip()).type
 
 
 def hosts_sharing(job: Job) -> int | None:
@@ -158,6 +196,10 @@ def execute(
     says it (`exit_code`) and has `status` "failed" when it is not 0 (an item that failed, a
     verification that did not pass), so a record never reads "ok" for a command that failed.
     """
+    collect = _collecting.get()
+    if collect is not None:  # a campaign reading its workloads: the job, not its run
+        collect.append(RunRequest(job, title or job.app, exit_code))
+        return None
     if args.dry_run:
         with provisioned(job, dry_run=True) as ready:
             plan = plan_job(ready, preflight=False)
@@ -166,108 +208,30 @@ def execute(
         else:
             out.print(plan.render(), highlight=False, markup=False, soft_wrap=True)
         return None
-    check_writable(job.results_dir)
     monitor = ProgressMonitor(title or job.app, quiet_stdout=args.json)
-    with Probe() as probe:  # the load before the run; git status while it runs
-        record = _run_and_record(job, monitor, probe, exit_code)
+    record = run_job(job, monitor, exit_code=exit_code)
+    for text in record["launch"].get("warnings", ()):  # with the result, not before an error
+        err.print(f"cloudhpc: warning: {text}", highlight=False, markup=False)
     if args.json:
         print(json.dumps({k: v for k, v in record.items() if k != "_path"}, indent=1, default=str))
     return record
 
 
-def _run_and_record(
-    job: Job, monitor: ProgressMonitor, probe: Probe, exit_code: Callable[[dict], int] | None
-) -> dict:
-    with provisioned(job) as job:  # --env capped:RATE: a cluster for the length of the run
-        plan = plan_job(job)
-        started = now_utc()
-        outcome = run_plan(plan, monitor, job.timeout_s)
-    launch = {"argv": plan.argv, "env": plan.variables, "wall_s": round(outcome.wall_s, 3)}
+# A campaign (cli/campaign.py) runs a workload's command line through its command's own parser
+# and handler to get the job it would run: execute() then hands the job over instead of running it.
+_collecting: ContextVar[list[RunRequest] | None] = ContextVar("collecting", default=None)
+
+
+@contextmanager
+def collecting() -> Iterator[list[RunRequest]]:
+    """Within the block, execute() runs nothing: it appends each job it is given to the list
+    yielded, as a RunRequest."""
+    found: list[RunRequest] = []
+    token = _collecting.set(found)
     try:
-        raise_for_failure(outcome)
-    except EnvironmentFailure as e:  # a full disk: the run is recorded, if its record fits
-        record_failure(job, started, launch, str(e), probe)
-        raise
-    res = outcome.result or {}
-    record = make_record(
-        job,
-        res.get("body", {}),
-        started=started,
-        launch=launch,
-        timings=res.get("timings"),
-        env=plan.environment,
-        mpi={**plan.mpi_info, **(res.get("mpi") or {})},
-        nodes=res.get("nodes"),
-        engine_info=res.get("engine_info"),
-        checked_against=res.get("checked_against"),
-        jit=res.get("jit"),
-        software_versions=res.get("software"),
-        probe=probe,
-    )
-    startup = startup_parts(outcome.clock, res.get("clock"))
-    if startup:
-        record["launch"]["startup"] = startup
-    if plan.warnings:  # said with the run's result (times it qualifies), not before an error
-        record["launch"]["warnings"] = list(plan.warnings)
-        for text in plan.warnings:
-            err.print(f"cloudhpc: warning: {text}", highlight=False, markup=False)
-    code = int(exit_code(record)) if exit_code is not None else 0
-    record["status"] = "ok" if code == 0 else "failed"
-    record["exit_code"] = code
-    path = write_record(job.results_dir, record)
-    record["_path"] = str(path)
-    return record
-
-
-def startup_parts(cli: dict, ranks: dict | None) -> dict[str, float]:
-    """Where the command's time outside the timed region went, in seconds, from the clocks of
-    this process and of the ranks (time.time() on one machine; nothing when the ranks' clock is
-    missing or not this one's):
-    cli (this process's start to the launcher's start: Python, imports, argument parsing,
-    planning), launch (to the first rank's process: mpiexec, Hydra), rank_start (to the last
-    rank's MPI_Init done: Python, mpi4py, MPI_Init), job_import, engine start, total and check
-    (the record's), finish (the region's end to rank 0's result: the reductions of phases and
-    timings), exit (to the launcher's exit: MPI_Finalize, the ranks' and Hydra's teardown) and
-    cleanup (to this process's clean-up done: sweeping what the ranks left); between them
-    to_region (the job's imports, a driver engine's start, the first barrier) and region (the
-    timed region: total_s and check_s). Consecutive: they add up to this process's start to the
-    clean-up's end; what follows (the record, printing, exit) is the rest of the wall."""
-    from ..procs import started_at
-
-    me = started_at()
-    if not ranks or not cli.get("launch") or me is None:
-        return {}
-    t = {"start": me, **cli, **{f"rank_{k}": v for k, v in ranks.items()}}
-    slack = 0.05  # process start times come in clock ticks (10 ms), read against /proc/uptime
-    order = [t["start"], t["launch"], t["rank_proc_start"], t["rank_ready"]]
-    if any(b < a - slack for a, b in zip(order, order[1:], strict=False)):
-        return {}  # the ranks ran elsewhere (another clock), or a clock stepped
-    parts = {
-        "cli_s": t["launch"] - t["start"],
-        "launch_s": t["rank_proc_start"] - t["launch"],
-        "rank_start_s": t["rank_ready"] - t["rank_proc_start"],
-        # the job's imports (job_import), a driver engine's start, the first barrier
-        "to_region_s": t["rank_region_start"] - t["rank_ready"],
-        "region_s": t["rank_region_end"] - t["rank_region_start"],  # total_s + check_s
-        "finish_s": t["rank_result"] - t["rank_region_end"],
-    }
-    if "exited" in t:
-        parts["exit_s"] = t["exited"] - t.get("result", t["rank_result"])
-        parts["cleanup_s"] = t.get("cleaned", t["exited"]) - t["exited"]
-    return {k: round(max(v, 0.0), 4) for k, v in parts.items()}
-
-
-def record_failure(
-    job: Job, started, launch: dict, error: str, probe: Probe | None = None
-) -> Path | None:
-    """Record a run that the environment failed (status failed, exit code 1, its error); None
-    when the record cannot be written either (the results directory is on the full disk)."""
-    record = make_record(job, {"error": error}, started=started, launch=launch, probe=probe)
-    record["status"], record["exit_code"] = "failed", EnvironmentFailure.exit_code
-    try:
-        return write_record(job.results_dir, record)
-    except CloudhpcError:
-        return None
+        yield found
+    finally:
+        _collecting.reset(token)
 
 
 def record_footer(record: dict) -> None:

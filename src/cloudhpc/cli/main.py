@@ -25,6 +25,7 @@ SUBCOMMANDS = (
     "mpi",
     "demo",
     "jit",
+    "campaign",
 )
 
 

@@ -45,6 +45,8 @@ class LaunchOptions:
     command_line: str = ""
     default_np: int = 1  # ranks when nothing else says how many
     engine_options: dict[str, Any] = field(default_factory=dict)
+    instance: str | None = None  # --instance TYPE: a label for the run's cost
+    instance_nodes: int | None = None  # --nodes N of that type (default: the run's hosts)
 
 
 def make_job(app: str, params: dict[str, Any], opts: LaunchOptions, engine: str = "mpi") -> Job:
@@ -91,6 +93,7 @@ def make_job(app: str, params: dict[str, Any], opts: LaunchOptions, engine: str 
             f"{hosts_path} lists hosts of cluster {cluster['name']}, which start with the "
             f"cluster launcher, not {launcher}"
         )
+    instance = _instance(opts, layout, hosts)
     return Job(
         app=app,
         params=params,
@@ -108,7 +111,31 @@ def make_job(app: str, params: dict[str, Any], opts: LaunchOptions, engine: str 
         timeout_s=opts.timeout,
         engine_options=dict(opts.engine_options),
         cluster=cluster,
+        instance=instance,
     )
+
+
+def _instance(opts: LaunchOptions, layout: Layout, hosts: tuple[Host, ...]) -> dict | None:
+    """{"type", "nodes"} of --instance TYPE [--nodes N]: N nodes of that type (default: the
+    layout's nodes when --layout gives them, else the distinct hosts the ranks run on, else 1)."""
+    if opts.instance is None:
+        if opts.instance_nodes is not None:
+            raise CloudhpcError("--nodes counts the nodes of --instance TYPE; give --instance too")
+        return None
+    name = opts.instance.strip()
+    if not name or any(c.isspace() for c in name):
+        raise CloudhpcError(
+            f"--instance {opts.instance!r}: give an instance type, e.g. c5n.18xlarge"
+        )
+    nodes = opts.instance_nodes
+    if nodes is not None and nodes < 1:
+        raise CloudhpcError(f"--nodes must be at least 1, got {nodes}")
+    if nodes is None:
+        if opts.layout is not None:
+            nodes = layout.nodes
+        else:
+            nodes = len({h.name for h in hosts}) or 1
+    return {"type": name, "nodes": nodes}
 
 
 def _placement(opts: LaunchOptions, layout: Layout | None) -> tuple[int, tuple[Host, ...]]:

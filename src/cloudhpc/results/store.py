@@ -107,6 +107,8 @@ def make_record(
         "extra": extra,
         # the source, versions, CPU and load the run had (results/provenance.py)
         "provenance": provenance,
+        # --instance TYPE [--nodes N]: what the run stands for, for its cost
+        **({"instance": dict(job.instance)} if job.instance else {}),
     }
 
 

@@ -1,0 +1,199 @@
+"""Running a campaign: the runs still missing, one after the other, each recorded with its
+`campaign` field; and where a campaign stands (done, failed, missing).
+
+One run is handed to a `CellRunner`, which runs one (workload, cell, repetition) and returns its
+record: `LocalRunner` runs it here, through launch/execute.py like any command. Another runner
+(a Slurm submitter) can replace it without touching the rest.
+
+A run that fails is recorded as failed and the campaign goes on. Ctrl-C, SIGTERM or SIGHUP end
+the current run's whole job (launch/runner.py) and the campaign: that run leaves no record, and
+running the campaign again runs it and whatever else is missing.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..launch.execute import run_job
+from ..launch.runner import Monitor
+from ..results.campaigns import Key, campaign_records, campaign_runs, latest_by_key
+from .plan import CampaignPlan, PlannedRun
+
+
+class CellRunner(Protocol):
+    def run(self, planned: PlannedRun, annotate: dict[str, Any], monitor: Monitor) -> dict:
+        """Run one (workload, cell, repetition) and return its record as written, with
+        `annotate` (its `campaign` field) in it; a run that fails returns its failed record.
+        Raises only what must stop the whole campaign (Ctrl-C, a full disk)."""
+        ...
+
+
+class LocalRunner:
+    """Runs each cell's job on this machine (or its hosts), as `cloudhpc run` would."""
+
+    def run(self, planned: PlannedRun, annotate: dict[str, Any], monitor: Monitor) -> dict:
+        request = planned.request
+        assert request is not None, "an outline's runs are not run"
+        return run_job(
+            request.job,
+            monitor,
+            exit_code=request.exit_code,
+            annotate=annotate,
+            keep_failures=True,
+        )
+
+
+def annotation(plan: CampaignPlan, planned: PlannedRun, run_id: str) -> dict[str, Any]:
+    """The record's `campaign` field."""
+    return {
+        "campaign": {
+            "name": plan.campaign.name,
+            "cell": dict(planned.cell),
+            "workload": planned.workload,
+            "repetition": planned.repetition,
+            "run": run_id,
+        }
+    }
+
+
+@dataclass
+class State:
+    """Where a campaign stands in a results store: its run that counts, and each planned
+    (workload, cell, repetition)'s latest record in it."""
+
+    run_id: str | None
+    done: dict[Key, dict]  # key -> its latest record (status ok or failed)
+    older_records: int  # records of earlier runs (before a --fresh), no longer counted
+
+    def status(self, planned: PlannedRun) -> str:
+        record = self.done.get(planned.key)
+        if record is None:
+            return "missing"
+        return "ok" if record.get("status", "ok") == "ok" else "failed"
+
+
+def campaign_state(plan: CampaignPlan, records: Sequence[dict]) -> State:
+    name = plan.campaign.name
+    runs = campaign_runs(records, name)
+    current = max(runs) if runs else None
+    mine = campaign_records(records, name, current) if current else []
+    older = sum(n for run, n in runs.items() if run != current)
+    return State(current, latest_by_key(mine), older)
+
+
+def to_run(plan: CampaignPlan, state: State, retry_failed: bool = False) -> list[PlannedRun]:
+    """The planned runs still to do, in the campaign's order: the missing ones (and with
+    `retry_failed` those whose latest record failed)."""
+    wanted = {"missing", "failed"} if retry_failed else {"missing"}
+    return [p for p in plan.runs if state.status(p) in wanted]
+
+
+@dataclass
+class Eta:
+    """Seconds left, from how long runs took: each (workload, cell)'s own mean when it has
+    run, else its workload's mean, else every run's mean."""
+
+    took: dict[Key, float] = field(default_factory=dict)
+
+    def add(self, planned: PlannedRun, seconds: float) -> None:
+        self.took[planned.key] = seconds
+
+    def seed(self, records: Iterable[dict]) -> None:
+        """Earlier runs of the campaign (launch.wall_s of each record)."""
+        from ..results.campaigns import run_key
+
+        for r in records:
+            key = run_key(r)
+            wall = (r.get("launch") or {}).get("wall_s")
+            if key is not None and isinstance(wall, (int, float)):
+                self.took[key] = float(wall)
+
+    def estimate(self, planned: PlannedRun) -> float | None:
+        workload, cell, _ = planned.key
+        for match in (
+            lambda k: k[0] == workload and k[1] == cell,
+            lambda k: k[0] == workload,
+            lambda k: True,
+        ):
+            times = [t for k, t in self.took.items() if match(k)]
+            if times:
+                return statistics.fmean(times)
+        return None
+
+    def remaining(self, runs: Iterable[PlannedRun]) -> float | None:
+        total = 0.0
+        for p in runs:
+            t = self.estimate(p)
+            if t is None:
+                return None
+            total += t
+        return total
+
+
+class Events(Protocol):
+    """What the command line shows while a campaign runs."""
+
+    def starting(self, planned: PlannedRun, index: int, total: int, eta: float | None) -> Monitor:
+        """Run `index` (from 0) of `total` starts; returns the monitor its ranks report to."""
+        ...
+
+    def finished(self, planned: PlannedRun, record: dict, seconds: float) -> None: ...
+
+
+def run_campaign(
+    plan: CampaignPlan,
+    todo: Sequence[PlannedRun],
+    run_id: str,
+    events: Events,
+    runner: CellRunner | None = None,
+    eta: Eta | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> list[dict]:
+    """Run `todo` in order, each recorded with its `campaign` field (run `run_id`); returns
+    their records. Ctrl-C, SIGTERM and SIGHUP propagate after the current run's job ended."""
+    runner = runner or LocalRunner()
+    eta = eta or Eta()
+    records = []
+    for i, planned in enumerate(todo):
+        monitor = events.starting(planned, i, len(todo), eta.remaining(todo[i:]))
+        t0 = clock()
+        record = runner.run(planned, annotation(plan, planned, run_id), monitor)
+        seconds = clock() - t0
+        eta.add(planned, seconds)
+        records.append(record)
+        events.finished(planned, record, seconds)
+    return records
+
+
+def summary_rows(plan: CampaignPlan, state: State) -> list[dict[str, Any]]:
+    """One row per (workload, cell): how many repetitions are done, failed and missing, and
+    total_s (median, min, max) over those done."""
+    rows = []
+    for cell in plan.cells:
+        for w in plan.campaign.workloads:
+            mine = [p for p in plan.runs if p.workload == w.name and p.cell == cell]
+            if not mine:  # excluded
+                continue
+            statuses = [state.status(p) for p in mine]
+            totals = []
+            for p in mine:
+                t = (state.done.get(p.key) or {}).get("timings") or {}
+                if state.status(p) == "ok" and isinstance(t.get("total_s"), (int, float)):
+                    totals.append(float(t["total_s"]))
+            rows.append(
+                {
+                    "workload": w.name,
+                    **cell,
+                    "ok": statuses.count("ok"),
+                    "failed": statuses.count("failed"),
+                    "missing": statuses.count("missing"),
+                    "median total_s": statistics.median(totals) if totals else None,
+                    "min": min(totals) if totals else None,
+                    "max": max(totals) if totals else None,
+                }
+            )
+    return rows

@@ -1,0 +1,276 @@
+"""A campaign file: what to run (workloads), over which launch options (the matrix), how often.
+
+    name = "kmeans-runtimes"
+    repetitions = 3
+    [[workload]]
+    name = "kmeans"
+    command = "run kmeans --generate --n 200000 --k 8 --iterations 10"
+    [matrix]
+    nprocs = [1, 2]
+    env = ["native", "vm-net"]
+
+Read with tomllib. Every problem is refused before anything runs, as one line naming the file,
+the line and the key (`campaign.toml:9: [matrix] env: ...`). The commands themselves are read by
+the command line's own parser later (plan.py), with the same kind of message.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import CloudhpcError
+
+TOP_KEYS = ("name", "description", "repetitions", "workload", "matrix", "exclude")
+WORKLOAD_KEYS = ("name", "command")
+Scalar = str | int | float | bool
+
+
+class CampaignFileError(CloudhpcError):
+    """A campaign file that cannot run: `FILE:LINE: where: problem`, exit 2."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    command: str
+    index: int  # its place among the file's [[workload]] tables
+
+
+@dataclass(frozen=True)
+class Campaign:
+    path: Path
+    name: str
+    repetitions: int
+    workloads: tuple[Workload, ...]
+    matrix: dict[str, tuple[Scalar, ...]]  # option -> its values, in the file's order
+    description: str = ""
+    # cells left out: each {option: values, optionally workload: names} drops the cells whose
+    # options all match (for those workloads only, when it names some)
+    exclude: tuple[dict[str, tuple[Scalar, ...]], ...] = ()
+    text: str = field(default="", repr=False)
+
+    def cells(self, workload: str | None = None) -> list[dict[str, Scalar]]:
+        """The matrix's product, the first option varying slowest, without the excluded cells
+        (for `workload`: also those excluded for it alone)."""
+        keys = list(self.matrix)
+        product = [
+            dict(zip(keys, values, strict=True))
+            for values in itertools.product(*self.matrix.values())
+        ]
+        return [c for c in product if not any(_excludes(x, c, workload) for x in self.exclude)]
+
+    def where(self, table: str | None = None, key: str | None = None, index: int = 0) -> str:
+        """`FILE:LINE` of `key` in `table` (the index-th of an array of tables), or of the
+        table's header; `FILE` alone when the line cannot be found."""
+        line = locate(self.text, table, key, index)
+        return f"{self.path}:{line}" if line else str(self.path)
+
+    def error(
+        self, problem: str, table: str | None = None, key: str | None = None, index: int = 0
+    ) -> CampaignFileError:
+        """`FILE:LINE: [table] key: problem` (a workload named by its name, once it has one)."""
+        label = f"[{table}]" if table else ""
+        if table == "exclude":
+            label = f"[[exclude]] {index + 1}"
+        if table == "workload":
+            named = self.workloads[index].name if index < len(self.workloads) else None
+            label = f"workload {named!r}" if named else f"[[workload]] {index + 1}"
+        label = " ".join(x for x in (label, key) if x)
+        where = self.where(table, key, index)
+        return CampaignFileError(f"{where}: {label}: {problem}" if label else f"{where}: {problem}")
+
+
+def _excludes(
+    rule: dict[str, tuple[Scalar, ...]], cell: dict[str, Scalar], workload: str | None
+) -> bool:
+    if "workload" in rule and workload not in rule["workload"]:
+        return False
+    return all(_same(cell[k], vs) for k, vs in rule.items() if k != "workload")
+
+
+def _same(value: Scalar, values: tuple[Scalar, ...]) -> bool:
+    return any(type(value) is type(v) and value == v for v in values)
+
+
+_HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]\s]+)\s*\]\]?\s*(#.*)?$")
+_KEY = re.compile(r"""^\s*(?:"([^"]*)"|'([^']*)'|([A-Za-z0-9_.-]+))\s*=""")
+
+
+def locate(text: str, table: str | None, key: str | None, index: int = 0) -> int | None:
+    """The 1-based line of `key` in table `table` (None: the top level; for an array of tables
+    its index-th element), or of the table's header when `key` is None."""
+    current: str | None = None
+    seen: dict[str, int] = {}
+    here = -1  # the element of the array of tables we are in
+    for number, line in enumerate(text.splitlines(), 1):
+        m = _HEADER.match(line)
+        if m:
+            current = m.group(2)
+            if m.group(1) == "[[":
+                seen[current] = seen.get(current, -1) + 1
+                here = seen[current]
+            else:
+                here = 0
+            if key is None and current == table and here == index:
+                return number
+            continue
+        k = _KEY.match(line)
+        if not k or key is None:
+            continue
+        name = next(g for g in k.groups() if g is not None)
+        if current == table and here == (index if table else -1) and name == key:
+            return number
+        if current is None and table is not None and name == f"{table}.{key}":  # dotted key
+            return number
+    if key is not None and table is not None:  # the key is not there: the table's header
+        return locate(text, table, None, index)
+    return None
+
+
+def read_campaign(path: str | Path) -> Campaign:
+    """Read and check a campaign file (its structure; the commands are read by plan.py)."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise CloudhpcError(f"no campaign file {path}") from None
+    except IsADirectoryError:
+        raise CloudhpcError(f"{path} is a directory, not a campaign file") from None
+    except OSError as e:
+        raise CloudhpcError(f"cannot read campaign file {path}: {e.strerror}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CampaignFileError(f"{path}: not UTF-8 text (byte {e.start})") from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        msg = re.sub(r"\s*\(at (line \d+, column \d+|end of document)\)", "", str(e))
+        line = m.group(1) if m else len(text.splitlines())
+        where = f"{path}:{line}" if "end of document" in str(e) or m else str(path)
+        raise CampaignFileError(f"{where}: not a TOML file: {msg}") from None
+    shell = Campaign(path, "", 1, (), {}, text=text)
+    for key in data:
+        if key not in TOP_KEYS:
+            raise shell.error(
+                "unknown key (a campaign file has name, description, repetitions, "
+                "[[workload]], [matrix] and [[exclude]])",
+                key=key,
+            )
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise shell.error("give the campaign a name (a non-empty string)", key="name")
+    if any(not c.isprintable() for c in name):
+        raise shell.error("the name must be printable text on one line", key="name")
+    description = data.get("description", "")
+    if not isinstance(description, str):
+        raise shell.error("a string", key="description")
+    reps = data.get("repetitions", 1)
+    if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
+        raise shell.error(f"a whole number >= 1, not {reps!r}", key="repetitions")
+    workloads = _workloads(shell, data.get("workload"))
+    shell = Campaign(path, "", 1, workloads, {}, text=text)
+    matrix = _matrix(shell, data.get("matrix"))
+    shell = Campaign(path, name.strip(), reps, workloads, matrix, description, text=text)
+    exclude = _exclude(shell, data.get("exclude"))
+    c = Campaign(path, name.strip(), reps, workloads, matrix, description, exclude, text)
+    if not any(c.cells(w.name) for w in workloads):
+        raise c.error("every cell of the matrix is excluded", key="exclude")
+    return c
+
+
+def _workloads(c: Campaign, tables: Any) -> tuple[Workload, ...]:
+    if tables is None:
+        raise c.error("no [[workload]]: give at least one, with name and command", key="workload")
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise c.error("write each workload as a [[workload]] table", key="workload")
+    found: list[Workload] = []
+    names: set[str] = set()
+    for i, t in enumerate(tables):
+        for key in t:
+            if key not in WORKLOAD_KEYS:
+                raise c.error("unknown key (a workload has name and command)", "workload", key, i)
+        name, command = t.get("name"), t.get("command")
+        if not isinstance(name, str) or not name.strip():
+            raise c.error("give the workload a name (a non-empty string)", "workload", "name", i)
+        if name in names:
+            raise c.error(f"a second workload named {name!r}", "workload", "name", i)
+        if not isinstance(command, str) or not command.strip():
+            raise c.error(
+                "give the command, as you would type it after `cloudhpc`", "workload", "command", i
+            )
+        names.add(name)
+        found.append(Workload(name, command.strip(), i))
+    return tuple(found)
+
+
+def _matrix(c: Campaign, table: Any) -> dict[str, tuple[Scalar, ...]]:
+    if table is None:
+        raise c.error(
+            "no [matrix]: give the launch options to compare, a list of values each "
+            '(e.g. env = ["native", "vm-net"])',
+            key="matrix",
+        )
+    if not isinstance(table, dict):
+        raise c.error("write the matrix as a [matrix] table", key="matrix")
+    if not table:
+        raise c.error("the matrix is empty: give at least one option with its values", "matrix")
+    matrix: dict[str, tuple[Scalar, ...]] = {}
+    for key, values in table.items():
+        if isinstance(values, (str, int, float, bool)):
+            values = [values]  # one value: the same for every cell
+        if not isinstance(values, list):
+            raise c.error("a list of values (strings, numbers, true/false)", "matrix", key)
+        if not values:
+            raise c.error("an empty list: give at least one value", "matrix", key)
+        for v in values:
+            if not isinstance(v, (str, int, float, bool)):
+                raise c.error(f"{v!r} is not a value (strings, numbers, true/false)", "matrix", key)
+        seen: list[Scalar] = []
+        for v in values:
+            if any(type(v) is type(s) and v == s for s in seen):
+                raise c.error(f"{v!r} is listed twice", "matrix", key)
+            seen.append(v)
+        matrix[key] = tuple(values)
+    return matrix
+
+
+def _exclude(c: Campaign, tables: Any) -> tuple[dict[str, tuple[Scalar, ...]], ...]:
+    """[[exclude]] tables: matrix options (and `workload`) with a value or a list of values
+    each; a value the matrix (or the workloads) does not have is refused: it would exclude
+    nothing, and is most likely a typo."""
+    if tables is None:
+        return ()
+    if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+        raise c.error("write each exclusion as an [[exclude]] table", key="exclude")
+    rules = []
+    for i, t in enumerate(tables):
+        if not t:
+            raise c.error("an empty exclusion would drop every cell", "exclude", None, i)
+        rule: dict[str, tuple[Scalar, ...]] = {}
+        for key, values in t.items():
+            values = tuple(values) if isinstance(values, list) else (values,)
+            if key == "workload":
+                known = tuple(w.name for w in c.workloads)
+                what = "workloads"
+            elif key in c.matrix:
+                known, what = c.matrix[key], f"values of [matrix] {key}"
+            else:
+                raise c.error("not an option of the [matrix] (nor workload)", "exclude", key, i)
+            for v in values:
+                if not _same(v, known):
+                    raise c.error(
+                        f"{v!r} is not one of the {what} ({', '.join(map(repr, known))})",
+                        "exclude",
+                        key,
+                        i,
+                    )
+            rule[key] = values
+        rules.append(rule)
+    return tuple(rules)

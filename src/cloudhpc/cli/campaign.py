@@ -1,0 +1,472 @@
+"""`cloudhpc campaign run|status FILE.toml`: a matrix of runs, interleaved and resumable.
+
+The campaign layer (cloudhpc/campaign/) plans and runs; this module reads each workload's
+command with the command line's own parser and handler (CliReader: they build the job and make
+every check, and cli/common.execute hands the job over instead of running it), and shows the
+campaign: a progress bar with an ETA, a line per run, a summary table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+
+from ..campaign.plan import CampaignPlan, Option, PlannedRun, cell_label, plan_campaign
+from ..campaign.runner import (
+    Eta,
+    State,
+    campaign_state,
+    run_campaign,
+    summary_rows,
+    to_run,
+)
+from ..campaign.spec import read_campaign
+from ..errors import CloudhpcError
+from ..launch.execute import RunRequest
+from ..launch.runner import Monitor
+from ..results.campaigns import campaign_records, new_run_id
+from ..results.store import check_writable, load_records
+from .common import DEFAULT_RESULTS, collecting
+from .parser import add_subparser, raising_errors
+from .ui import err, print_table
+
+# the commands a workload may be: each runs one job through cli/common.execute
+RUNNABLE = ("run", "npb", "bench")
+
+FILE_FORMAT = """\
+A campaign file (TOML):
+
+  name = "kmeans-runtimes"          # its records carry campaign.name
+  description = "..."               # optional
+  repetitions = 3                   # each (workload, cell) this many times (default 1)
+  [[workload]]                      # one or more
+  name = "kmeans"
+  command = "run kmeans --generate --n 200000 --k 8 --iterations 10"
+  [[workload]]
+  name = "ep"
+  command = "npb ep --class S"
+  [matrix]                          # any option the commands take, a list of values each
+  nprocs = [1, 2]                   # -n
+  env = ["native", "vm-net"]        # also: mpi, engine, layout, hosts, instance, nodes, ...
+  [[exclude]]                       # optional: cells left out (all their options match;
+  nprocs = 1                        # a value or a list each; `workload = "ep"` for one only)
+  env = "vm-net"
+
+Runs: repetition by repetition, every cell, each workload in turn. Each record carries
+campaign: {name, cell, workload, repetition, run}."""
+
+
+def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
+    p = add_subparser(
+        subparsers,
+        "campaign",
+        "run a matrix of workloads x launch options, interleaved and resumable",
+        "Run every workload of a campaign file with every cell of its matrix of launch options, "
+        "`repetitions` times, interleaved; running it again runs only what is missing.\n\n"
+        + FILE_FORMAT,
+    )
+    sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    r = add_subparser(
+        sub,
+        "run",
+        "run the campaign's missing runs",
+        "Read the campaign file and every workload command (refused before anything runs, "
+        "naming the file's line and key), then run the (workload, cell, repetition) triples "
+        "the results directory does not hold yet for the campaign's current run, interleaved, "
+        "with a progress bar and an ETA. A run that fails is recorded as failed and the "
+        "campaign goes on (exit status 1 at the end). Ctrl-C or SIGTERM ends the run under way "
+        "(no record) and the campaign; run it again to go on.",
+    )
+    r.add_argument("file", metavar="FILE.toml", help="the campaign file")
+    _results(r)
+    r.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start a new campaign run (a new run id): the records of earlier runs stay in the "
+        "results directory but no longer count for status, resume, compare and reports",
+    )
+    r.add_argument(
+        "--retry-failed",
+        action="store_true",
+        help="run again the runs whose latest record failed (the failed record stays)",
+    )
+    r.add_argument(
+        "--dry-run", action="store_true", help="list the runs it would do and their commands"
+    )
+    r.add_argument(
+        "--json", action="store_true", help="the summary (or with --dry-run the runs) as JSON"
+    )
+    r.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="show what the ranks print (default: only cloudhpc's notes and each run's line)",
+    )
+    r.set_defaults(handler=handle_run)
+    s = add_subparser(
+        sub,
+        "status",
+        "done, failed and missing runs of a campaign",
+        "Where a campaign stands in the results directory: per workload and cell, the "
+        "repetitions done, failed and missing in its current run, with total_s (median, min, "
+        "max) of those done.",
+    )
+    s.add_argument("file", metavar="FILE.toml", help="the campaign file")
+    _results(s)
+    s.add_argument("--json", action="store_true", help="every planned run and its status as JSON")
+    s.set_defaults(handler=handle_status)
+
+
+def _results(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--results", default=DEFAULT_RESULTS, metavar="DIR", help="results directory")
+
+
+# ---- reading workload commands with the real parser --------------------------------------
+
+
+class CliReader:
+    """The campaign's CommandReader: cloudhpc's own parser and handlers."""
+
+    def options(self, words: list[str]) -> dict[str, Option]:
+        if words[0] not in RUNNABLE:
+            raise CloudhpcError(
+                f"`{words[0]}` is not a command a campaign runs (one of: {', '.join(RUNNABLE)})"
+            )
+        from .main import build_parser
+
+        leaf = _leaf(build_parser(words), words)
+        found = {}
+        for action in leaf._actions:
+            option = Option(tuple(action.option_strings), action.nargs == 0)
+            for spelling in action.option_strings:
+                found[spelling] = option
+        return found
+
+    def requests(self, words: list[str]) -> list[RunRequest]:
+        from .main import build_parser
+
+        with raising_errors(), collecting() as found:
+            args = build_parser(words).parse_args(words)
+            args.handler(args)
+        return found
+
+
+def _leaf(parser: argparse.ArgumentParser, words: list[str]) -> argparse.ArgumentParser:
+    """The (sub)parser that reads the command's options: `run kmeans` -> kmeans' parser."""
+    current, rest = parser, list(words)
+    while True:
+        sub = next((a for a in current._actions if isinstance(a, argparse._SubParsersAction)), None)
+        if sub is None:
+            return current
+        name = next((w for w in rest if not w.startswith("-")), None)
+        if name is None or name not in sub.choices:
+            what = sub.metavar or "command"
+            known = ", ".join(sub.choices)
+            given = f"unknown {what.lower()} {name!r}" if name else f"no {what.lower()}"
+            raise CloudhpcError(f"{current.prog}: {given} (known: {known})")
+        current, rest = sub.choices[name], rest[rest.index(name) + 1 :]
+
+
+# ---- showing a campaign ----------------------------------------------------------------------
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+
+class RunMonitor(Monitor):
+    """What one run's ranks report, shown under the campaign's bar."""
+
+    def __init__(self, show: Display) -> None:
+        self.show = show
+
+    def progress(self, done: int, total: int, label: str) -> None:
+        self.show.run_progress(done, total, label)
+
+    def status(self, text: str) -> None:
+        self.show.run_progress(None, None, text)
+
+    def note(self, text: str) -> None:
+        self.show.line(f"cloudhpc: {text}")
+
+    def say(self, text: str) -> None:
+        if self.show.verbose:
+            self.show.line(text)
+
+    def output(self, line: str) -> None:
+        if self.show.verbose:
+            self.show.line(line)
+
+
+class Display:
+    """The campaign on stderr: on a terminal a bar (runs done, elapsed, ETA) and the current
+    run's own bar; everywhere one line per finished run."""
+
+    def __init__(self, plan: CampaignPlan, total: int, verbose: bool) -> None:
+        self.plan = plan
+        self.total = total
+        self.verbose = verbose
+        self.progress = None
+        if sys.stderr.isatty():
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                Progress,
+                TextColumn,
+                TimeElapsedColumn,
+            )
+
+            self.progress = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                TextColumn("{task.fields[eta]}"),
+                TextColumn("{task.fields[label]}"),
+                console=err.rich,
+            )
+            self.task = self.progress.add_task(
+                f"campaign {plan.campaign.name}", total=total, eta="", label=""
+            )
+            self.run_task = self.progress.add_task("", total=None, eta="", label="", visible=False)
+            self.progress.start()
+
+    def line(self, text: str) -> None:
+        console = self.progress.console if self.progress is not None else err.rich
+        console.print(text, highlight=False, markup=False, soft_wrap=True)
+
+    def run_progress(self, done: int | None, total: int | None, label: str) -> None:
+        if self.progress is None:
+            return
+        fields = {"label": label, "visible": True}
+        if done is not None:
+            fields.update(completed=done, total=total)
+        self.progress.update(self.run_task, **fields)
+
+    def starting(self, planned: PlannedRun, index: int, total: int, eta: float | None) -> Monitor:
+        if self.progress is not None:
+            what = f"{planned.workload} {cell_label(planned.cell)} #{planned.repetition}"
+            self.progress.update(
+                self.task,
+                completed=index,
+                eta=f"ETA {_duration(eta)}",
+                label=what,
+            )
+            self.progress.update(
+                self.run_task,
+                description=f"  {planned.workload}",
+                completed=0,
+                total=None,
+                label="",
+                visible=False,
+            )
+        return RunMonitor(self)
+
+    def finished(self, planned: PlannedRun, record: dict, seconds: float) -> None:
+        self.done = getattr(self, "done", 0) + 1
+        ok = record.get("status") == "ok"
+        total_s = (record.get("timings") or {}).get("total_s")
+        took = f"total {total_s:.3f}s" if isinstance(total_s, (int, float)) else ""
+        why = ""
+        if not ok:
+            error = (record.get("extra") or {}).get("error")
+            why = f": {error}" if error else " (exit status {})".format(record.get("exit_code"))
+        width = len(str(self.total))
+        self.line(
+            f"[{self.done:>{width}}/{self.total}] {'ok    ' if ok else 'FAILED'} "
+            f"{planned.workload} {cell_label(planned.cell)} rep {planned.repetition}"
+            f"{'  ' + took if took else ''}  ({seconds:.1f}s){why}"
+        )
+        if self.progress is not None:
+            self.progress.update(self.task, completed=self.done)
+
+    def close(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+            self.progress = None
+
+
+# ---- the actions -----------------------------------------------------------------------------
+
+
+def _state(plan: CampaignPlan) -> tuple[State, list[dict]]:
+    try:
+        records = load_records(plan.results)
+    except CloudhpcError:  # no results directory yet: nothing done
+        records = []
+    return campaign_state(plan, records), records
+
+
+def handle_run(args: argparse.Namespace) -> int:
+    campaign = read_campaign(args.file)
+    plan = plan_campaign(campaign, CliReader(), args.results)
+    state, records = _state(plan)
+    if args.fresh:
+        state = State(None, {}, state.older_records + len(state.done))
+    todo = to_run(plan, state, args.retry_failed)
+    run_id = state.run_id or new_run_id()
+    if args.dry_run:
+        return _dry_run(plan, state, todo, run_id, args.json)
+    if todo:
+        check_writable(plan.results)
+    shape = (
+        f"{len(campaign.workloads)} workloads x {len(plan.cells)} cells x "
+        f"{campaign.repetitions} repetitions = {len(plan.runs)} runs"
+    )
+    if not todo:
+        err.print(
+            f"campaign {campaign.name}: all {len(plan.runs)} runs are recorded (run {run_id}); "
+            "--fresh starts over, --retry-failed runs the failed ones again",
+            highlight=False,
+            markup=False,
+        )
+    else:
+        resumed = f", {len(plan.runs) - len(todo)} already recorded" if state.run_id else ""
+        err.print(
+            f"campaign {campaign.name} (run {run_id}): {shape}; {len(todo)} to run{resumed}; "
+            f"records in {plan.results}",
+            highlight=False,
+            markup=False,
+        )
+    eta = Eta()
+    eta.seed(campaign_records(records, campaign.name, state.run_id) if state.run_id else [])
+    show = Display(plan, len(todo), args.verbose)
+    t0 = time.monotonic()
+    try:
+        run_campaign(plan, todo, run_id, show, eta=eta)
+    except KeyboardInterrupt:
+        show.close()
+        done = getattr(show, "done", 0)
+        err.print(
+            f"campaign {campaign.name} stopped after {done} of {len(todo)} runs (the run under "
+            f"way left no record); `cloudhpc campaign run {args.file}` runs the "
+            f"{len(todo) - done} still missing",
+            highlight=False,
+            markup=False,
+        )
+        raise
+    finally:
+        show.close()
+    final, _ = _state(plan)
+    rows = summary_rows(plan, final)
+    failed = sum(r["failed"] for r in rows)
+    if args.json:
+        print(json.dumps(_summary(plan, final, rows), indent=1, default=str))
+    else:
+        _print_summary(plan, final, rows)
+        if todo:
+            err.print(
+                f"{len(todo)} runs in {_duration(time.monotonic() - t0)}"
+                + (f"; {failed} failed (their records say why)" if failed else ""),
+                highlight=False,
+                markup=False,
+            )
+    return 1 if failed else 0
+
+
+def _dry_run(
+    plan: CampaignPlan, state: State, todo: list[PlannedRun], run_id: str, as_json: bool
+) -> int:
+    rows = [
+        {
+            "#": i + 1,
+            "repetition": p.repetition,
+            "workload": p.workload,
+            **p.cell,
+            "command": p.command_line,
+        }
+        for i, p in enumerate(todo)
+    ]
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "name": plan.campaign.name,
+                    "run": run_id,
+                    "planned": len(plan.runs),
+                    "to_run": [
+                        {
+                            "workload": p.workload,
+                            "cell": p.cell,
+                            "repetition": p.repetition,
+                            "command": p.command_line,
+                        }
+                        for p in todo
+                    ],
+                },
+                indent=1,
+            )
+        )
+        return 0
+    done = len(plan.runs) - len(todo)
+    print_table(
+        f"campaign {plan.campaign.name}: {len(todo)} of {len(plan.runs)} runs to do"
+        + (f" ({done} recorded in run {state.run_id})" if done else ""),
+        rows,
+    )
+    return 0
+
+
+def _summary(plan: CampaignPlan, state: State, rows: list[dict]) -> dict:
+    counts = {k: sum(r[k] for r in rows) for k in ("ok", "failed", "missing")}
+    return {
+        "name": plan.campaign.name,
+        "file": str(plan.campaign.path),
+        "results": plan.results,
+        "run": state.run_id,
+        "planned": len(plan.runs),
+        **counts,
+        "older_records": state.older_records,
+        "cells": rows,
+    }
+
+
+def _print_summary(plan: CampaignPlan, state: State, rows: list[dict]) -> None:
+    counts = {k: sum(r[k] for r in rows) for k in ("ok", "failed", "missing")}
+    title = (
+        f"campaign {plan.campaign.name}"
+        + (f" (run {state.run_id})" if state.run_id else "")
+        + f": {counts['ok']} ok, {counts['failed']} failed, {counts['missing']} missing "
+        f"of {len(plan.runs)}"
+    )
+    print_table(title, rows)
+    if state.older_records:
+        err.print(
+            f"{state.older_records} records of earlier runs of this campaign (before a --fresh) "
+            "are kept but not counted",
+            highlight=False,
+            markup=False,
+        )
+
+
+def handle_status(args: argparse.Namespace) -> int:
+    from ..campaign.plan import outline
+
+    campaign = read_campaign(args.file)
+    plan = outline(campaign, args.results)
+    state, _ = _state(plan)
+    rows = summary_rows(plan, state)
+    if args.json:
+        summary = _summary(plan, state, rows)
+        summary["runs"] = [
+            {
+                "workload": p.workload,
+                "cell": p.cell,
+                "repetition": p.repetition,
+                "status": state.status(p),
+                "record": (state.done.get(p.key) or {}).get("id"),
+            }
+            for p in plan.runs
+        ]
+        print(json.dumps(summary, indent=1, default=str))
+        return 0
+    _print_summary(plan, state, rows)
+    return 0

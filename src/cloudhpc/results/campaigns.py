@@ -1,0 +1,93 @@
+"""The records of a campaign, as the store holds them.
+
+A campaign's record carries `campaign: {name, cell, workload, repetition, run}`: `cell` the
+launch options of its matrix cell ({option: value}), `repetition` from 1, and `run` the campaign
+run it belongs to. `campaign run --fresh` starts a new run (a new id); the records of earlier
+runs stay in the store but no longer count. The run that counts is the newest: run ids start
+with the UTC time they were made (`20261126T101500-3fa2c1`), so the greatest id is the newest.
+
+Readers of campaigns (campaign status, results compare, report) select with `campaign_records`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import secrets
+from collections.abc import Iterable
+from typing import Any
+
+Key = tuple[str, str, int]  # (workload, cell as canonical JSON, repetition)
+
+
+def new_run_id(when: dt.datetime | None = None) -> str:
+    when = when or dt.datetime.now(dt.UTC)
+    return f"{when:%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
+
+
+def cell_text(cell: dict[str, Any]) -> str:
+    """A cell as one canonical string: its options sorted, values as JSON writes them."""
+    return json.dumps(cell, sort_keys=True, separators=(",", ":"))
+
+
+def campaign_of(record: dict[str, Any]) -> dict[str, Any] | None:
+    """The record's `campaign` field when it is a well-formed one, else None."""
+    c = record.get("campaign")
+    if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+        return None
+    if not isinstance(c.get("cell"), dict) or not isinstance(c.get("workload"), str):
+        return None
+    rep = c.get("repetition")
+    if not isinstance(rep, int) or isinstance(rep, bool):
+        return None
+    return c
+
+
+def run_key(record: dict[str, Any]) -> Key | None:
+    """(workload, cell, repetition) of a campaign's record; None for any other record."""
+    c = campaign_of(record)
+    if c is None:
+        return None
+    return (c["workload"], cell_text(c["cell"]), c["repetition"])
+
+
+def campaign_runs(records: Iterable[dict[str, Any]], name: str) -> dict[str, int]:
+    """The campaign's runs in the store, oldest first: run id -> its number of records."""
+    runs: dict[str, int] = {}
+    for r in records:
+        c = campaign_of(r)
+        if c is not None and c["name"] == name:
+            run = str(c.get("run") or "")
+            runs[run] = runs.get(run, 0) + 1
+    return dict(sorted(runs.items()))
+
+
+def current_run(records: Iterable[dict[str, Any]], name: str) -> str | None:
+    """The campaign's run that counts (the newest), None when it has no record yet."""
+    runs = campaign_runs(records, name)
+    return max(runs) if runs else None
+
+
+def campaign_records(
+    records: Iterable[dict[str, Any]], name: str, run: str | None = None
+) -> list[dict[str, Any]]:
+    """The records of campaign `name` that count: those of `run` (default: the newest run)."""
+    records = list(records)
+    run = run if run is not None else current_run(records, name)
+    out = []
+    for r in records:
+        c = campaign_of(r)
+        if c is not None and c["name"] == name and str(c.get("run") or "") == (run or ""):
+            out.append(r)
+    return out
+
+
+def latest_by_key(records: Iterable[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+    """Each (workload, cell, repetition) to its latest record (records oldest first, as
+    store.load_records gives them): a pair run again with --retry-failed has two."""
+    found: dict[Key, dict[str, Any]] = {}
+    for r in records:
+        key = run_key(r)
+        if key is not None:
+            found[key] = r
+    return found
