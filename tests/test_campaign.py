@@ -553,3 +553,19 @@ def test_an_instance_not_in_the_price_table_refuses_the_file(tmp_path):
         plan_campaign(read_campaign(path), CliReader(), str(tmp_path / "r"))
     assert str(e.value).startswith(f"{path}:4: workload 'pp' command: with instance=m9.huge: ")
     assert "'m9.huge' is not in the shipped price table" in str(e.value)
+
+
+def test_filters_count_only_the_campaigns_current_run():
+    """compare, cost and report select --campaign NAME through filter_records: the records of
+    runs before a --fresh stay in the store but no longer count."""
+    from cloudhpc.results.store import filter_records
+
+    def rec(run: str, rep: int, name: str = "c") -> dict:
+        cell = {"env": "native"}
+        camp = {"name": name, "cell": cell, "workload": "w", "repetition": rep, "run": run}
+        return {"id": f"{name}{run}{rep}", "app": "npb", "campaign": camp}
+
+    records = [rec("20260101T000000-aaaaaa", 1), rec("20260102T000000-bbbbbb", 1), rec("x", 1, "d")]
+    assert [r["id"] for r in filter_records(records, campaign="c")] == ["c20260102T000000-bbbbbb1"]
+    assert [r["id"] for r in filter_records(records, campaign="d")] == ["dx1"]
+    assert filter_records(records, campaign="none") == []

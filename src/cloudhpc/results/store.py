@@ -273,10 +273,14 @@ def filter_records(
     mpi: str | None = None,
     campaign: str | None = None,
 ) -> list[dict[str, Any]]:
+    """The records that pass every filter given. `campaign`: the records of that campaign's
+    current run (its newest: those of runs before a `campaign run --fresh` no longer count)."""
+    if campaign is not None:
+        from .campaigns import campaign_records
+
+        records = campaign_records(records, campaign)
     out = []
     for r in records:
-        if campaign is not None and campaign_name(r) != campaign:
-            continue
         # records from before --mpi existed ran the mpich wheel
         if mpi and ((r.get("mpi") or {}).get("name") or "mpich") != mpi:
             continue
