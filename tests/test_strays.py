@@ -36,6 +36,12 @@ TREE = textwrap.dedent(
 )
 
 
+def _ranks_named(root: int, name: str) -> set[int]:
+    from cloudhpc.procs import _comm, descendants
+
+    return {pid for pid in descendants(root) if _comm(pid) == name}
+
+
 def _child_sleeps(token: str) -> set[int]:
     return {p for p in tagged(token) if open(f"/proc/{p}/comm").read().strip() == "sleep"}
 
@@ -48,9 +54,8 @@ def test_a_reaped_ranks_background_child_is_found(tmp_path):
     try:
         watch = StrayWatch(root.pid, token, ["fakeproxy"])
         deadline = time.monotonic() + 30
-        while watch.poll() == set() and not watch.started and time.monotonic() < deadline:
+        while not _ranks_named(root.pid, "fakerank") and time.monotonic() < deadline:
             time.sleep(0.05)  # until the rank runs
-        assert watch.started
         assert watch.poll() == set()  # the rank still runs: nothing is a stray yet
         go.touch()
         deadline, left = time.monotonic() + 30, set()
@@ -71,4 +76,24 @@ def test_nothing_is_a_stray_before_the_ranks_start():
         assert StrayWatch(root.pid, token, ["fakeproxy"]).poll() == set()
     finally:
         root.kill()
+        root.wait()
+
+
+def test_ranks_that_ended_before_the_first_look_still_release_their_child(tmp_path):
+    """A short job: its ranks ran and were reaped between two looks of the watch."""
+    token = f"CLOUDHPC_TEST_TOKEN={uuid.uuid4().hex}"
+    name, value = token.split("=", 1)
+    go = tmp_path / "go"
+    go.touch()  # the rank does not wait
+    root = subprocess.Popen([sys.executable, "-c", TREE, str(go)], env={**os.environ, name: value})
+    try:
+        deadline = time.monotonic() + 30
+        while not _child_sleeps(token) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        while _ranks_named(root.pid, "fakerank") and time.monotonic() < deadline:
+            time.sleep(0.05)  # reaped by the proxy
+        assert StrayWatch(root.pid, token, ["fakeproxy"]).poll() == _child_sleeps(token) != set()
+    finally:
+        for pid in tagged(token):
+            os.kill(pid, 9)
         root.wait()

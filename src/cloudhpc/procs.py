@@ -162,12 +162,14 @@ def end_tagged(token: str, extra: Iterable[int] = (), rounds: int = 50) -> int:
 
 
 class StrayWatch:
-    """What a job's ranks left running once they have all ended: the processes carrying the
-    job's token outside the launcher's tree (empty before then), polled while the job runs.
+    """What a job's ranks left running: the processes carrying the job's token outside the
+    launcher's tree, once no rank runs (empty before then), polled while the job runs.
 
     A rank that exits while a background child it started still holds its stdout may stay a
     zombie, or be reaped by its proxy at once; either way the launcher reports the job over only
-    when that output closes, which the child may never do. The ranks are the children of the
+    when that output closes, which the child may never do. A process with the token leaves the
+    tree only when its parent there exits, so before the ranks end none is outside it but what a
+    rank's child left (ended only once no rank runs). The ranks are the children of the
     launcher's own processes (`daemons`: the comm names of its proxies/daemons, e.g.
     hydra_pmi_proxy, prted; the root is always one), so a proxy whose ranks were reaped is not
     mistaken for a running rank; without names, the tree's leaves are taken for the ranks.
@@ -176,7 +178,6 @@ class StrayWatch:
     def __init__(self, root: int, token: str, daemons: Iterable[str] = ()) -> None:
         self.root, self.token = root, token
         self.daemons = frozenset(name[:15] for name in daemons)  # the kernel keeps 15 characters
-        self.started = False  # ranks have been seen
 
     def poll(self) -> set[int]:
         children = _children_of_tree(self.root)
@@ -187,12 +188,7 @@ class StrayWatch:
         else:
             ranks = {pid for pid in tree if not children.get(pid)}  # mpiexec, proxies: parents
         if any(_stat_fields(pid)[:1] not in ([b"Z"], []) for pid in ranks):
-            self.started = True
             return set()  # a rank is still running
-        if ranks:
-            self.started = True
-        if not self.started:
-            return set()  # not started yet
         return tagged(self.token) - tree - {self.root}
 
 

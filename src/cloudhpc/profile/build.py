@@ -40,9 +40,14 @@ def _sources() -> dict[str, bytes]:
     }
 
 
-def library_path(mpi: MpiImplementation | None = None, rebuild: bool = False) -> Path:
+def _say(text: str) -> None:
+    print(f"cloudhpc: {text}", file=sys.stderr, flush=True)
+
+
+def library_path(mpi: MpiImplementation | None = None, rebuild: bool = False, say=_say) -> Path:
     """The path of the profiling library built with `mpi`'s mpicc (default: the venv's MPICH),
-    compiling it if this source has no build for that implementation yet."""
+    compiling it if this source has no build for that implementation yet (`say` tells the user
+    why the command waits)."""
     mpi = mpi or get_implementation()
     mpicc = mpi.tool("mpicc")
     sources = _sources()
@@ -59,6 +64,10 @@ def library_path(mpi: MpiImplementation | None = None, rebuild: bool = False) ->
     except OSError as e:
         msg = f"cannot create the build cache {target.parent}: {e.strerror}"
         raise CloudhpcError(msg) from None
+    say(
+        f"building the profiling library with {mpi.title}'s mpicc (once per MPI version and "
+        "cloudhpc source; about 10 s)..."
+    )
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
         for name, text in sources.items():
             (Path(tmp) / name).write_bytes(text)
@@ -81,7 +90,7 @@ PYSITE_SOURCE = "pysite.c"
 PYSITE_LIBRARY = "libcloudhpc_pysite.so"
 
 
-def python_helper() -> tuple[Path | None, str]:
+def python_helper(say=_say) -> tuple[Path | None, str]:
     """The helper that gives the PMPI library the Python frames of an MPI call (pysite.c), built
     with this Python's compiler and headers on first use: (its path, "") or (None, why not).
     Without it a Python program's call sites are addresses in mpi4py."""
@@ -95,6 +104,7 @@ def python_helper() -> tuple[Path | None, str]:
         return target, ""
     if not os.path.exists(os.path.join(include, "Python.h")):
         return None, f"this Python has no C headers ({include}/Python.h)"
+    say("building the helper that reads Python call sites (once per Python; a few seconds)...")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
