@@ -45,15 +45,17 @@ def assert_one_line_error(r: subprocess.CompletedProcess, *needles: str) -> None
 
 
 def hydra_topology_files() -> set[str]:
-    """The node-topology files Hydra's proxies write to /tmp (and remove when they exit)."""
+    """The files MPICH leaves when its processes are killed: the node-topology files Hydra's
+    proxies write to /tmp, and the ranks' shared-memory segments in /dev/shm (their owners
+    remove them when they exit)."""
     import glob
 
-    return set(glob.glob("/tmp/hydra_hwloc_xmlfile_*"))
+    return set(glob.glob("/tmp/hydra_hwloc_xmlfile_*")) | set(glob.glob("/dev/shm/mpich_shm_*"))
 
 
 def assert_no_new_topology_file(before: set[str], wait_s: float = 10) -> None:
-    """No Hydra topology file beyond `before` is left (a concurrent MPI job elsewhere may still
-    hold its own for a while: wait for it to end)."""
+    """No Hydra topology file or MPICH shared-memory segment beyond `before` is left (a
+    concurrent MPI job elsewhere may still hold its own for a while: wait for it to end)."""
     import time
 
     deadline = time.monotonic() + wait_s

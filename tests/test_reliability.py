@@ -580,7 +580,8 @@ def test_a_sigkilled_runs_leftovers_go_with_the_next_run(start, tmpdir_, results
     topology = hydra_topology_files()
     job = start("npb", "ep", "--class", "B", "-n", "2", "--results", str(results), tmpdir=tmpdir_)
     before = job.wait_for("-m cloudhpc.worker", 2)
-    _wait_until_registered(tmpdir_, "/tmp/hydra_hwloc_xmlfile_")  # before SIGKILL, as a user's
+    for prefix in ("/tmp/hydra_hwloc_xmlfile_", "/dev/shm/mpich_shm_"):  # before SIGKILL
+        _wait_until_registered(tmpdir_, prefix)
     code, _, _ = job.stop(signal.SIGKILL, settle=0.5)
     assert code == -signal.SIGKILL
     job.assert_no_process_left(before)

@@ -99,8 +99,10 @@ def all_pids() -> set[int]:
 
 
 def open_files(pids: Iterable[int], prefix: str) -> set[str]:
-    """The paths starting with `prefix` that the processes `pids` hold open."""
+    """The paths starting with `prefix` that the processes `pids` hold open or have mapped
+    (a shared-memory segment is mapped, its descriptor long closed)."""
     found = set()
+    want = prefix.encode()
     for pid in pids:
         try:
             fds = os.listdir(f"{PROC}/{pid}/fd")
@@ -113,6 +115,10 @@ def open_files(pids: Iterable[int], prefix: str) -> set[str]:
                 continue
             if target.startswith(prefix):
                 found.add(target)
+        for line in (_read(f"{PROC}/{pid}/maps") or b"").splitlines():
+            path = line.split(maxsplit=5)[5:]  # address perms offset dev inode [path]
+            if path and path[0].startswith(want) and not path[0].endswith(b" (deleted)"):
+                found.add(path[0].decode(errors="replace"))
     return found
 
 

@@ -189,7 +189,7 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
         register_temporary(scratch, control_dir)  # removed with the run, or by the next sweep
         env.update(mpi.run_variables(scratch, plan.singleton, plan.same_machine))
     t0 = time.perf_counter()
-    topology = HydraTopology(mpi.leftover_prefix)
+    topology = LauncherLeftovers(mpi.leftover_prefixes)
     launched = time.time()
     try:
         proc = subprocess.Popen(
@@ -311,7 +311,7 @@ def _dispatch(msg: dict[str, Any], outcome: Outcome, monitor: Monitor) -> None:
         outcome.error = msg
 
 
-def end_job(proc: subprocess.Popen, token: str, topology: HydraTopology | None = None) -> None:
+def end_job(proc: subprocess.Popen, token: str, topology: LauncherLeftovers | None = None) -> None:
     """Kill the launcher and every process of its job: its process tree (walked before the
     launcher dies, when its children are re-parented), its session's group, and everything that
     carries the run's token in its environment (procs.py); then remove the Hydra topology files
@@ -325,66 +325,65 @@ def end_job(proc: subprocess.Popen, token: str, topology: HydraTopology | None =
         topology.remove()
 
 
-class HydraTopology:
-    """The files an implementation's launcher may leave (MPICH: Hydra's proxies write the node's
-    hwloc topology to /tmp/hydra_hwloc_xmlfile_* for the ranks; `prefix` says which, "" none).
-    A proxy removes its file when it exits, but one killed (by MPI_Abort, or with a job cloudhpc
-    ends) cannot. remove() deletes, when the job is over, the files that appeared since it
-    started and that no process holds open any more (a live proxy of another job holds its
-    own), and those the job held when cloudhpc killed it."""
+class LauncherLeftovers:
+    """The files an implementation's launcher and ranks may leave (`prefixes`; MPICH: Hydra's
+    proxies write the node's hwloc topology to /tmp/hydra_hwloc_xmlfile_*, the ranks share
+    memory through /dev/shm/mpich_shm_*). Their owners remove them when they exit, but processes
+    killed (by MPI_Abort, or with a job cloudhpc ends) cannot. remove() deletes, when the job is
+    over, the files that appeared since it started and that no process holds any more (a live
+    job elsewhere holds its own), and those the job held when cloudhpc killed it."""
 
-    # Look every LOOK_S while the job starts (for up to LOOK_FOR_S, and SETTLED_S past the last
-    # new file): on a loaded machine the proxies may start seconds after mpiexec, and a file not
-    # yet registered when cloudhpc is SIGKILLed would be left for good.
+    # Look every LOOK_S while the job starts, until a file of every prefix was seen (for up to
+    # LOOK_FOR_S): on a loaded machine the proxies and MPI_Init may come seconds after mpiexec,
+    # and a file not yet registered when cloudhpc is SIGKILLed would be left for good.
     LOOK_S = 0.25
     LOOK_FOR_S = 60.0
-    SETTLED_S = 2.0
 
-    def __init__(self, prefix: str = "/tmp/hydra_hwloc_xmlfile_") -> None:
-        self.prefix = prefix
+    def __init__(self, prefixes: Sequence[str] = ()) -> None:
+        self.prefixes = tuple(prefixes)
         self._before = self._present()
         self.paths: set[str] = set()
 
     def _present(self) -> set[str]:
-        return set(glob.glob(self.prefix + "*")) if self.prefix else set()
+        return {path for prefix in self.prefixes for path in glob.glob(prefix + "*")}
+
+    def _held(self, pids: set[int]) -> set[str]:
+        return {path for prefix in self.prefixes for path in open_files(pids, prefix)}
 
     def scan(self, pids: set[int]) -> None:
-        """Note the files `pids` hold (before they are killed, when their fds still say)."""
-        if self.prefix:
-            self.paths |= open_files(pids, self.prefix)
+        """Note the files `pids` hold (before they are killed, when /proc still says)."""
+        self.paths |= self._held(pids)
 
     def register(self, proc: subprocess.Popen, control_dir: str) -> None:
-        """Register the job's files as the run's temporaries, looking a few times while the job
-        starts: if cloudhpc is SIGKILLed, the next run's sweep removes them with the rest."""
-        if not self.prefix:
+        """Register the job's files as the run's temporaries, looking while the job starts: if
+        cloudhpc is SIGKILLed, the next run's sweep removes them with the rest (and the end of
+        the run removes those their owners could not)."""
+        if not self.prefixes:
             return
 
         def watch() -> None:
             noted: set[str] = set()
-            now = time.monotonic()
-            deadline, last_new = now + self.LOOK_FOR_S, now
-            while now < deadline and proc.poll() is None:
-                for path in open_files(descendants(proc.pid) | {proc.pid}, self.prefix) - noted:
+            deadline = time.monotonic() + self.LOOK_FOR_S
+            while time.monotonic() < deadline and proc.poll() is None:
+                for path in self._held(descendants(proc.pid) | {proc.pid}) - noted:
                     register_temporary(path, control_dir)
                     noted.add(path)
-                    last_new = now
-                if noted and now - last_new > self.SETTLED_S:
+                if all(any(p.startswith(prefix) for p in noted) for prefix in self.prefixes):
                     return
                 time.sleep(self.LOOK_S)
-                now = time.monotonic()
 
         threading.Thread(target=watch, daemon=True).start()
 
     def remove(self) -> None:
-        if not self.prefix:
+        if not self.prefixes:
             return
         new = self._present() - self._before - self.paths
-        if new:  # normally none: every proxy removed its own
-            new -= open_files(all_pids(), self.prefix)
+        if new:  # normally none: every owner removed its own
+            new -= self._held(all_pids())
         for path in self.paths | new:
             try:
                 os.unlink(path)
-            except OSError:  # removed by its proxy after all
+            except OSError:  # removed by its owner after all
                 pass
 
 

@@ -58,9 +58,9 @@ class MpiImplementation:
     name: str = ""  # the registry name: --mpi NAME
     title: str = ""  # as its authors write it
     packages: tuple[str, ...] = ()  # its PyPI distributions, pinned ("" for the venv's own)
-    # Files its launcher may leave in the temporary directory when its processes are killed
-    # (a prefix; "" for none); the runner removes those a run created.
-    leftover_prefix: str = ""
+    # Files its launcher and ranks may leave when their processes are killed (path prefixes);
+    # the runner removes those a run created.
+    leftover_prefixes: tuple[str, ...] = ()
     # Command names of its launcher's own processes (mpiexec, proxies, daemons): their children
     # are the ranks (procs.StrayWatch); empty: the leaves of the launcher's tree are.
     daemon_names: tuple[str, ...] = ()

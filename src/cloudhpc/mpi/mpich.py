@@ -38,7 +38,9 @@ class Mpich(MpiImplementation):
     name = "mpich"
     title = "MPICH"
     packages = ("mpich",)  # a dependency of cloudhpc itself: in the venv already
-    leftover_prefix = "/tmp/hydra_hwloc_xmlfile_"
+    # Hydra's proxies write the node's hwloc topology for the ranks; the ranks share memory
+    # through a segment in /dev/shm (1-3 MB each, memory until removed).
+    leftover_prefixes = ("/tmp/hydra_hwloc_xmlfile_", "/dev/shm/mpich_shm_")
     daemon_names = ("mpiexec", "mpiexec.hydra", "hydra_pmi_proxy")
     noise_prefixes = ("=====", "BAD TERMINATION", "PID ", "RUNNING AT ", "EXIT CODE", "CLEANING UP")
     srun_mpi = "pmi2"
