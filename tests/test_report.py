@@ -253,3 +253,59 @@ def test_a_metric_one_workload_lacks(campaign, tmp_path):
     assert html.count('<div class="chart"') == 1 and 'data-workload="ep"' in html
     assert "pingpong: none of its 4 run(s) has mops; no chart." in html
     assert "Mop/s total" in html and "Mop/$" in html  # performance per dollar of a rate
+
+
+CAMPAIGN = """\
+name = "e2e"
+repetitions = 2
+
+[[workload]]
+name = "pingpong"
+command = "bench pingpong -n 2 --sizes 0:64 --iters 50"
+
+[[workload]]
+name = "ep"
+command = "npb ep --class S"
+
+[matrix]
+env = ["native", "vm-net"]
+instance = ["c5n.18xlarge"]
+nodes = [2]
+"""
+
+
+def test_a_real_campaign_compared_priced_and_reported(browser, tmp_path):
+    """`campaign run` (2 workloads x 2 environments x 2 repetitions on 2 x c5n.18xlarge), then
+    compare, cost and report on its records, the page opened in Chromium."""
+    spec = tmp_path / "e2e.toml"
+    spec.write_text(CAMPAIGN)
+    results = tmp_path / "results"
+    r = run_cli("campaign", "run", str(spec), "--results", str(results), timeout=600)
+    assert r.returncode == 0, r.stderr
+    r = run_cli("results", "compare", "--campaign", "e2e", "--by", "env", "--results", str(results))
+    assert r.returncode == 0, r.stderr
+    for wl in ("ep", "pingpong"):
+        assert f"{wl}: time (s), lower is better; ratio to baseline env=native" in r.stdout
+    assert re.search(r"vm-net .* 2 .* \[\d\.\d+, \d\.\d+\] .*c5n\.18xlarge x2 .*\$", r.stdout)
+    cost = json.loads(
+        run_cli("results", "cost", "--campaign", "e2e", "--results", str(results), "--json").stdout
+    )
+    assert len(cost["runs"]) == 8
+    for run in cost["runs"]:
+        assert run["instance"] == "c5n.18xlarge" and run["nodes"] == 2
+        assert run["usd_per_run"] == pytest.approx(2 * 3.888 * run["seconds"] / 3600)
+    out = tmp_path / "e2e.html"
+    r = run_cli("report", "--campaign", "e2e", "--results", str(results), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    console, requests = browser.open(out)
+    browser.wait_for("document.querySelectorAll('.js-plotly-plot .main-svg').length >= 2")
+    assert [e for e in console if e["level"] in ("SEVERE", "WARNING")] == [] and requests == []
+    charts = browser.js(
+        "return [...document.querySelectorAll('section.workload')].map(s => [s.dataset.workload,"
+        " s.querySelectorAll('.js-plotly-plot').length,"
+        " s.querySelectorAll('.js-plotly-plot g.subplot.xy path.point').length])"
+    )
+    assert charts == [["ep", 1, 4], ["pingpong", 1, 4]]
+    text = browser.js("return document.body.innerText")
+    assert "c5n.18xlarge x2" in text and "cost to solution" in text and "runs/$" in text
+    assert browser.js("return document.querySelectorAll('details.run').length") == 8
