@@ -184,7 +184,7 @@ def _print_comparison(c: cmp.Comparison, costs: dict, table) -> None:
     better = "higher" if c.metric.higher_is_better else "lower"
     for w in c.workloads:
         if not w.groups:
-            err.print(
+            out.print(
                 f"{w.name}: none of its {w.skipped} runs has {c.metric.name}; left out",
                 highlight=False,
                 markup=False,
