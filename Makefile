@@ -8,8 +8,11 @@ STAMP := $(VENV)/.installed
 # its tests are skipped without root); binutils (addr2line) resolves profile call sites to
 # file:line (gcc brings it too); chromium and chromium-driver open `cloudhpc report`'s page in
 # tests/test_report.py (selenium drives Debian's browser: no browser is downloaded). util-linux
-# (unshare) and bash are essential packages.
-DEB_PACKAGES := iproute2 binutils chromium chromium-driver
+# (unshare) and bash are essential packages. slurm-wlm (slurmctld, slurmd, the client commands,
+# the pmi2 and pmix plugins) and munge run the one-node Slurm of the Slurm tests
+# (cloudhpc.slurm.local, tests/test_slurm*.py), which starts its own daemons on private files and
+# ports; libpmix-dev has the libpmix.so that Slurm's pmix plugin loads.
+DEB_PACKAGES := iproute2 binutils chromium chromium-driver slurm-wlm munge libpmix-dev
 # Debian packages the benchmarks compare with: velvet (assemble_velvet.py); gfortran, mpich and
 # libmpich-dev build the reference NPB (npb_mops.py, profiler_vs_mpip.py) and mpiP against
 # Debian's MPICH; g++ builds IMB (build-imb.sh, middlewares.py); a Java runtime runs PySpark (kmeans_*.py).
@@ -17,7 +20,14 @@ DEB_PACKAGES := iproute2 binutils chromium chromium-driver
 # `make bench` installs them with apt-get's own progress; no benchmark script installs anything.
 BENCH_DEB_PACKAGES := velvet gfortran mpich libmpich-dev g++ default-jre-headless
 
-.PHONY: demo test lint format bench clean deb-packages mpi-implementations
+# Installing munge and slurm-wlm would start their daemons with Debian's default configuration
+# (invoke-rc.d, deb-systemd-invoke): a policy-rc.d that says no (exit 101) stops that while apt
+# runs, and is removed after it (one already there is left as it is).
+NO_SERVICES := if [ ! -e /usr/sbin/policy-rc.d ]; then \
+	  printf '\043!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && \
+	  trap 'rm -f /usr/sbin/policy-rc.d' EXIT; fi;
+
+.PHONY: demo test lint format bench clean deb-packages mpi-implementations slurm-demo
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -38,7 +48,7 @@ deb-packages:
 	@missing=$$(for p in $(DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	    $(NO_SERVICES) apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	  else echo "Debian packages missing: $$missing (their tests are skipped)"; fi; \
 	fi
 
@@ -50,6 +60,13 @@ mpi-implementations: $(STAMP)
 test: $(STAMP) deb-packages mpi-implementations
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/python -m pytest -q
+
+# A one-node Slurm on this machine (docs/slurm.md; root): installs slurm-wlm and munge as `make
+# test` does, starts it (kept until `cloudhpc slurm down`), and runs a pingpong in an allocation.
+slurm-demo: $(STAMP) deb-packages
+	$(BIN)/cloudhpc slurm up >/dev/null
+	eval "$$($(BIN)/cloudhpc slurm up 2>/dev/null)" && salloc -n 2 $(BIN)/cloudhpc bench pingpong --sizes 0:1k
+	@echo '== it keeps running: eval "$$($(BIN)/cloudhpc slurm up)" in your shell to use it; $(BIN)/cloudhpc slurm down stops it'
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks

@@ -30,8 +30,8 @@ LAYERS: list[set[str]] = [
         "hostfile",
     },  # fmt: skip
     # where ranks run and how they talk: execution engines, MPI implementations, the emulated
-    # cluster's machinery, the NPB kernels
-    {"engines", "mpi", "cluster", "npb"},
+    # cluster's machinery, Slurm (its client commands, a one-node Slurm), the NPB kernels
+    {"engines", "mpi", "cluster", "slurm", "npb"},
     # programming models over engines; data volumes on a cluster's hosts
     {"models", "volumes"},
     # the workloads: apps, micro-benchmarks; placement of ranks next to volumes

@@ -26,6 +26,7 @@ SUBCOMMANDS = (
     "demo",
     "jit",
     "campaign",
+    "slurm",
 )
 
 

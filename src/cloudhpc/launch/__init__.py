@@ -13,6 +13,7 @@ LAUNCHERS.update(
         "hosts": "cloudhpc.launch.hosts:HostsLauncher",
         "cluster": "cloudhpc.launch.cluster:ClusterLauncher",
         "slurm": "cloudhpc.launch.slurm:SlurmLauncher",
+        "slurm-mpiexec": "cloudhpc.launch.slurm:SlurmMpiexecLauncher",
         "direct": "cloudhpc.launch.direct:DirectLauncher",
         "ray": "cloudhpc.launch.ray:RayLauncher",
     }

@@ -112,14 +112,18 @@ def get_launcher(name: str) -> Launcher:
     return LAUNCHERS.lookup(name)
 
 
-def choose_launcher(has_hosts: bool, engine: str) -> str:
-    """The launcher a user means when they name none."""
+def choose_launcher(has_hosts: bool, engine: str, hosts_file: bool = True) -> str:
+    """The launcher a user means when they name none. `hosts_file`: the hosts come from
+    --hosts (machines to reach over ssh), not from a --placement plan alone (which, inside a
+    Slurm allocation, names the allocation's nodes)."""
     if engine == "serial":
         return "direct"
     if engine == "ray":
         return "ray"  # one driver process; Ray starts the workers
-    if has_hosts:
+    if has_hosts and hosts_file:
         return "hosts"
     if os.environ.get("SLURM_JOB_ID"):
         return "slurm"
+    if has_hosts:
+        return "hosts"
     return "local"

@@ -59,7 +59,12 @@ def run_job(
                 plan = plan_job(ran)
                 started = now_utc()
                 outcome = run_plan(plan, monitor, ran.timeout_s)
-            launch = {"argv": plan.argv, "env": plan.variables, "wall_s": round(outcome.wall_s, 3)}
+            launch = {
+                "argv": plan.argv,
+                "env": plan.variables,
+                "wall_s": round(outcome.wall_s, 3),
+                **plan.details,  # slurm: the job id
+            }
             raise_for_failure(outcome)
         except EnvironmentFailure as e:  # a full disk: the run is recorded, if its record fits
             if launch or keep_failures:

@@ -85,7 +85,9 @@ def make_job(app: str, params: dict[str, Any], opts: LaunchOptions, engine: str 
         raise CloudhpcError(
             f"the hosts of cluster {cluster['name']} run --engine mpi jobs, not {engine}"
         )
-    launcher = opts.launcher or ("cluster" if cluster else choose_launcher(bool(hosts), engine))
+    launcher = opts.launcher or (
+        "cluster" if cluster else choose_launcher(bool(hosts), engine, bool(opts.hosts))
+    )
     if not LAUNCHERS.known(launcher):
         raise CloudhpcError(f"unknown launcher {launcher!r}; known: {', '.join(LAUNCHERS.names())}")
     if cluster is not None and launcher != "cluster":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..job import Host
@@ -23,11 +24,24 @@ class LaunchPlan:
     environment: dict = field(default_factory=dict)
     mpi_info: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # for the user before the run starts
+    # files the run writes into its control directory before it starts, each named by the
+    # variable that gets its path (SLURM_HOSTFILE): variable -> contents
+    files: dict[str, str] = field(default_factory=dict)
+    # what the launcher adds to the record's `launch` (slurm: the job id, ...)
+    details: dict = field(default_factory=dict)
+    # lines the launcher itself prints when a job fails (they repeat what the ranks said)
+    noise: tuple[str, ...] = ()
+    # takes the launcher's report of how each rank ended out of its stderr: (the rest,
+    # {rank: wait status} of the ranks that did not end with 0); None: it makes none
+    exits: Callable[[str], tuple[str, dict[int, int]]] | None = None
 
     def render(self) -> str:
         """Shell-ready text for --dry-run: the variables, then the command."""
         lines = [f"# {note}" for note in self.notes]
         lines += [f"# warning: {text}" for text in self.warnings]
+        for var, text in sorted(self.files.items()):
+            lines.append(f"# {var}: a file the run writes, holding {' '.join(text.split())!r}")
         lines += [f"export {k}={shlex.quote(v)}" for k, v in sorted(self.variables.items())]
+        lines += [f"export {var}=FILE" for var in sorted(self.files)]
         lines.append(shlex.join(self.argv))
         return "\n".join(lines)

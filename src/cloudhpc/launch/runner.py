@@ -188,6 +188,11 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
         scratch = tempfile.mkdtemp(prefix=CONTROL_DIR_PREFIX, dir=_SCRATCH_ROOT)
         register_temporary(scratch, control_dir)  # removed with the run, or by the next sweep
         env.update(mpi.run_variables(scratch, plan.singleton, plan.same_machine))
+    for var, text in plan.files.items():  # SLURM_HOSTFILE: gone with the control directory
+        path = os.path.join(control_dir, var.lower())
+        with open(path, "w") as fh:
+            fh.write(text)
+        env[var] = path
     t0 = time.perf_counter()
     topology = LauncherLeftovers(mpi.leftover_prefixes)
     launched = time.time()
@@ -218,7 +223,9 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
             target=lambda: stderr_chunks.append(proc.stderr.read()), daemon=True
         )
         reader.start()
-        outcome = Outcome(returncode=0, stderr="", wall_s=0.0, noise=mpi.noise_prefixes)
+        outcome = Outcome(
+            returncode=0, stderr="", wall_s=0.0, noise=mpi.noise_prefixes + plan.noise
+        )
         outcome.clock["launch"] = launched
 
         def expire() -> None:
@@ -258,6 +265,9 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
     outcome.returncode = proc.returncode
     outcome.stderr, ends = mpi.rank_exits("".join(stderr_chunks))
     outcome.rank_exits = ends or outcome.rank_exits
+    if plan.exits is not None:  # the launcher's own report (srun's "task 1: Exited ...")
+        outcome.stderr, ends = plan.exits(outcome.stderr)
+        outcome.rank_exits = outcome.rank_exits or ends
     outcome.wall_s = time.perf_counter() - t0
     if timed_out.is_set():
         outcome.error = {"kind": "timeout", "message": f"the run exceeded --timeout {timeout:g} s"}

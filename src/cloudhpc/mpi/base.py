@@ -154,6 +154,12 @@ class MpiImplementation:
         entry taking ranks 0, 1, ... (see `fill`)."""
         raise NotImplementedError
 
+    def slurm_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
+        """mpiexec starting job.nprocs ranks inside a Slurm allocation, on its nodes, reaching
+        them through Slurm (srun) rather than ssh: where srun lacks the plugin this
+        implementation's PMI speaks (`srun_mpi`)."""
+        raise CloudhpcError(f"{self.title} has no launcher for Slurm allocations in cloudhpc")
+
 
 class PypiImplementation(MpiImplementation):
     """An implementation installed from its pinned PyPI wheels into a prefix of its own

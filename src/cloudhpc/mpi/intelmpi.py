@@ -103,6 +103,21 @@ class IntelMpi(PypiImplementation):
             *rank_argv,
         ]
 
+    def slurm_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
+        # Intel's Hydra reads the allocation's nodes and starts its proxies with srun
+        ppn = ["-ppn", str(job.layout.procs_per_node)] if job.layout_given else []
+        return [
+            self.tool("mpiexec"),
+            "-bootstrap",
+            "slurm",
+            "-n",
+            str(job.nprocs),
+            *ppn,
+            *self.binding_args(job),
+            *self.env_args(env),
+            *rank_argv,
+        ]
+
     def hosts_command(
         self,
         job: Job,

@@ -128,6 +128,23 @@ class Mpich(MpiImplementation):
             *rank_argv,
         ]
 
+    def slurm_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
+        # Hydra reads the allocation's nodes (its slurm resource manager) and starts a proxy
+        # on each with srun; -ppn M with a layout
+        ppn = ["-ppn", str(job.layout.procs_per_node)] if job.layout_given else []
+        return [
+            self.tool("mpiexec"),
+            "-launcher",
+            "slurm",
+            "-n",
+            str(job.nprocs),
+            *ppn,
+            *self.binding_args(job),
+            *self.exit_report_args,
+            *self.env_args(env),
+            *rank_argv,
+        ]
+
     def hosts_command(
         self,
         job: Job,

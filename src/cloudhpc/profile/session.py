@@ -188,7 +188,12 @@ def run_profiled(
             record_job,
             record_body(profile, outputs, outcome, program_argv is None),
             started=started,
-            launch={"argv": plan.argv, "env": plan.variables, "wall_s": round(outcome.wall_s, 3)},
+            launch={
+                "argv": plan.argv,
+                "env": plan.variables,
+                "wall_s": round(outcome.wall_s, 3),
+                **plan.details,
+            },
             env=plan.environment,
             mpi=plan.mpi_info,
             nodes=sorted({r.host for r in profile.ranks if r.host}),

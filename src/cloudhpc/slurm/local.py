@@ -1,0 +1,388 @@
+"""A one-node Slurm on this machine, private to one directory.
+
+    from cloudhpc.slurm.local import start, stop
+    slurm = start()                      # munged, slurmctld, slurmd; returns once the node is idle
+    env = {**os.environ, **slurm.env}    # SLURM_CONF for sbatch, srun, salloc, squeue, scancel
+    stop(slurm.root)                     # cancels its jobs, stops the daemons, removes the dir
+
+Debian's slurm-wlm and munge, started with nothing of the machine's own configuration: munged
+with a key, socket, pid, log and seed file in the directory; slurmctld and slurmd from a
+slurm.conf written there (free ports, the node's address 127.0.0.1, state, spool, pid and log
+files in the directory, root as SlurmUser). The node is this machine with its real CPUs and
+memory (`slurmd -C`). Tasks are tracked by walking /proc (proctrack/linuxproc) and bound to CPUs
+with sched_setaffinity (task/affinity): no cgroup is needed, so it runs in a container.
+
+Every daemon carries CLOUDHPC_SLURM_INSTANCE=<directory> in its environment (slurmd's job step
+daemons inherit it), and the directory's `owner` file names the process it belongs to (its pid
+and start time; "none" for `cloudhpc slurm up`'s, kept until `slurm down`). `start` first sweeps
+the instances whose owner is gone (a test run that was SIGKILLed): their processes, found by
+that entry or by SLURM_CONF=<their slurm.conf> (the jobs' tasks), are killed and their directory
+removed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CloudhpcError
+from ..procs import end_tagged, start_time
+
+PREFIX = "cloudhpc-slurm-"
+TOKEN_VAR = "CLOUDHPC_SLURM_INSTANCE"
+# where `cloudhpc slurm up` keeps its instance (default: $TMPDIR/cloudhpc-slurm-demo)
+DIR_VAR = "CLOUDHPC_SLURM"
+DAEMONS = ("munged", "slurmctld", "slurmd")
+PARTITION = "debug"
+# After SIGTERM, a job's processes have this long to end (cloudhpc writes a record) before
+# SIGKILL; Slurm's default is 30 s.
+KILL_WAIT_S = 10
+
+
+@dataclass(frozen=True)
+class LocalSlurm:
+    root: Path
+
+    @property
+    def conf(self) -> Path:
+        return self.root / "slurm.conf"
+
+    @property
+    def env(self) -> dict[str, str]:
+        """What the client commands need: the private slurm.conf (which names the munge socket)."""
+        return {"SLURM_CONF": str(self.conf)}
+
+    @property
+    def node(self) -> str:
+        return _conf_value(self.conf, "NodeName")
+
+    @property
+    def partition(self) -> str:
+        return _conf_value(self.conf, "PartitionName")
+
+    def log(self, daemon: str) -> Path:
+        return self.root / "log" / f"{daemon}.log"
+
+
+def _conf_value(conf: Path, key: str) -> str:
+    m = re.search(rf"^{key}=(\S+)", conf.read_text(), re.M)
+    return m.group(1) if m else ""
+
+
+def programs_missing() -> list[str]:
+    """The programs of Debian's munge and slurm-wlm that are not installed."""
+    need = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "squeue", "sinfo", "scancel")
+    return [p for p in need if shutil.which(p) is None]
+
+
+def node_hardware() -> dict[str, str]:
+    """This machine as slurmd sees it (`slurmd -C`): NodeName, CPUs, Boards, SocketsPerBoard,
+    CoresPerSocket, ThreadsPerCore, RealMemory."""
+    r = subprocess.run(["slurmd", "-C"], capture_output=True, text=True, timeout=60)
+    first = r.stdout.splitlines()[0] if r.stdout else ""
+    found = dict(re.findall(r"(\w+)=(\S+)", first))
+    if r.returncode != 0 or "CPUs" not in found:
+        raise CloudhpcError(f"slurmd -C did not describe this machine: {r.stderr.strip()}")
+    return found
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def slurm_conf(root: Path, hw: dict[str, str], ports: tuple[int, int], partition: str) -> str:
+    node = hw["NodeName"]
+    shape = " ".join(
+        f"{k}={hw[k]}"
+        for k in ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore")
+        if k in hw
+    )
+    memory = f" RealMemory={hw['RealMemory']}" if "RealMemory" in hw else ""
+    return f"""\
+# A one-node Slurm private to {root} (cloudhpc.slurm.local): nothing here is the machine's.
+ClusterName=cloudhpc
+SlurmctldHost={node}(127.0.0.1)
+SlurmctldPort={ports[0]}
+SlurmdPort={ports[1]}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket={root}/munge/munge.socket
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool
+SlurmctldPidFile={root}/run/slurmctld.pid
+SlurmdPidFile={root}/run/slurmd.pid
+SlurmctldLogFile={root}/log/slurmctld.log
+SlurmdLogFile={root}/log/slurmd.log
+# slurmd and srun bind to the node's address alone, 127.0.0.1 (slurmctld to every address)
+CommunicationParameters=NoInAddrAny
+# no cgroups: tasks found through /proc, bound with sched_setaffinity
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/affinity
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/filetxt
+JobCompLoc={root}/log/jobcomp.txt
+MpiDefault=none
+SwitchType=switch/none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+ReturnToService=2
+KillWait={KILL_WAIT_S}
+InactiveLimit=0
+NodeName={node} NodeAddr=127.0.0.1 {shape}{memory} State=UNKNOWN
+PartitionName={partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+"""
+
+
+def _owner_text(owner: int | None) -> str:
+    return "none" if owner is None else f"{owner} {start_time(owner)}"
+
+
+def _owner_gone(root: Path) -> bool:
+    try:
+        text = (root / "owner").read_text().split()
+    except OSError:
+        return False  # not one of ours, or being made right now
+    if text == ["none"]:
+        return False
+    try:
+        pid, started = int(text[0]), text[1]
+    except (IndexError, ValueError):
+        return False
+    return start_time(pid) != started
+
+
+def _daemon_env(root: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"SLURM_CONF": str(root / "slurm.conf"), TOKEN_VAR: str(root)})
+    return env
+
+
+def _run(argv: list[str], env: dict[str, str], what: str, log: Path | None) -> None:
+    r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise CloudhpcError(f"{what} did not start: {_why(r.stderr, log)}")
+
+
+def _why(stderr: str, log: Path | None) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    if log is not None and log.exists():
+        lines += [ln for ln in log.read_text(errors="replace").splitlines() if "error" in ln]
+    return lines[-1].strip() if lines else "no message"
+
+
+def start(
+    root: str | os.PathLike | None = None,
+    owner: int | None = -1,
+    partition: str = PARTITION,
+    timeout: float = 60,
+) -> LocalSlurm:
+    """Start a one-node Slurm in `root` (default: a new directory in the temporary directory)
+    and wait until its node is idle. `owner`: the pid of the process it belongs to (-1: this
+    one; None: no process, kept until stop()). Stops what it started if any step fails."""
+    missing = programs_missing()
+    if missing:
+        raise CloudhpcError(
+            f"Slurm is not installed (no {', '.join(missing)}): as root, "
+            "apt-get install slurm-wlm munge libpmix-dev (make test does)"
+        )
+    if os.geteuid() != 0:
+        raise CloudhpcError("a one-node Slurm needs root (slurmd starts each job as its user)")
+    sweep()
+    if root is None:
+        root = Path(tempfile.mkdtemp(prefix=PREFIX))
+    root = Path(root).absolute()
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o755)  # munged requires its socket's directories to be searchable by all
+    owner = os.getpid() if owner == -1 else owner
+    (root / "owner").write_text(_owner_text(owner))
+    try:
+        _start(root, partition, timeout)
+    except BaseException:
+        stop(root)
+        raise
+    return LocalSlurm(root)
+
+
+def _start(root: Path, partition: str, timeout: float) -> None:
+    for sub in ("munge", "state", "spool", "run", "log"):
+        (root / sub).mkdir(exist_ok=True)
+    env = _daemon_env(root)
+    key = root / "munge" / "munge.key"
+    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(os.urandom(1024))
+    munge = root / "munge"
+    _run(
+        [
+            "munged",
+            f"--socket={munge}/munge.socket",
+            f"--key-file={key}",
+            f"--pid-file={root}/run/munged.pid",
+            f"--log-file={root}/log/munged.log",
+            f"--seed-file={munge}/munged.seed",
+        ],
+        env,
+        "munged",
+        root / "log" / "munged.log",
+    )
+    hw = node_hardware()
+    ports = (free_port(), free_port())
+    while ports[1] == ports[0]:
+        ports = (ports[0], free_port())
+    (root / "slurm.conf").write_text(slurm_conf(root, hw, ports, partition))
+    conf = str(root / "slurm.conf")
+    _run(["slurmctld", "-f", conf], env, "slurmctld", root / "log" / "slurmctld.log")
+    _run(["slurmd", "-f", conf], env, "slurmd", root / "log" / "slurmd.log")
+    wait_idle(LocalSlurm(root), timeout)
+
+
+def node_state(slurm: LocalSlurm) -> str:
+    r = subprocess.run(
+        ["sinfo", "-h", "-N", "-o", "%T"],
+        env=_daemon_env(slurm.root),
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    return r.stdout.strip() if r.returncode == 0 else ""
+
+
+def wait_idle(slurm: LocalSlurm, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    state = ""
+    while time.monotonic() < deadline:
+        state = node_state(slurm)
+        if state == "idle":
+            return
+        time.sleep(0.2)
+    raise CloudhpcError(
+        f"the Slurm node did not become idle in {timeout:g} s (state {state or 'unknown'}; "
+        f"logs in {slurm.root / 'log'})"
+    )
+
+
+def _pid(root: Path, daemon: str) -> int | None:
+    try:
+        return int((root / "run" / f"{daemon}.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _ours(pid: int, root: Path) -> bool:
+    try:
+        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return f"{TOKEN_VAR}={root}".encode() in env
+
+
+def _cancel_jobs(root: Path, wait_s: float = 15) -> None:
+    env = _daemon_env(root)
+    try:
+        subprocess.run(["scancel", "--user", "root"], env=env, capture_output=True, timeout=15)
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            r = subprocess.run(
+                ["squeue", "-h", "-o", "%i %T"], env=env, capture_output=True, text=True, timeout=15
+            )
+            if r.returncode != 0 or not r.stdout.strip():
+                return
+            time.sleep(0.2)
+    except (OSError, subprocess.TimeoutExpired):
+        return
+
+
+def stop(root: str | os.PathLike) -> None:
+    """Cancel the instance's jobs, stop its daemons (SIGTERM, then SIGKILL for any process left
+    with its token or its slurm.conf), and remove its directory."""
+    root = Path(root).absolute()
+    if not root.exists():
+        return
+    if (root / "slurm.conf").exists() and _pid(root, "slurmctld"):
+        _cancel_jobs(root)
+    for daemon in ("slurmd", "slurmctld", "munged"):
+        pid = _pid(root, daemon)
+        if pid and _ours(pid, root):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            deadline = time.monotonic() + 10
+            while _ours(pid, root) and time.monotonic() < deadline:
+                time.sleep(0.05)
+    end_tagged(f"{TOKEN_VAR}={root}")
+    end_tagged(f"SLURM_CONF={root / 'slurm.conf'}")
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def sweep(tmpdir: str | None = None) -> list[str]:
+    """Stop and remove the instances whose owner process is gone. Returns their directories."""
+    tmpdir = tmpdir or tempfile.gettempdir()
+    removed = []
+    try:
+        entries = list(os.scandir(tmpdir))
+    except OSError:
+        return removed
+    for entry in entries:
+        if entry.name.startswith(PREFIX) and entry.is_dir(follow_symlinks=False):
+            if _owner_gone(Path(entry.path)):
+                stop(entry.path)
+                removed.append(entry.path)
+    return removed
+
+
+def running(root: str | os.PathLike) -> dict[str, bool]:
+    """Which of the instance's daemons are running."""
+    root = Path(root).absolute()
+    return {d: bool((pid := _pid(root, d)) and _ours(pid, root)) for d in DAEMONS}
+
+
+def demo_dir() -> Path:
+    """Where `cloudhpc slurm up` keeps its instance: $CLOUDHPC_SLURM, else
+    $TMPDIR/cloudhpc-slurm-demo."""
+    explicit = os.environ.get(DIR_VAR)
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    return Path(tempfile.gettempdir()) / f"{PREFIX}demo"
+
+
+def up(
+    root: str | os.PathLike | None = None, partition: str = PARTITION
+) -> tuple[LocalSlurm, bool]:
+    """`cloudhpc slurm up`: the instance in `root` (default demo_dir()), started unless it is
+    running and answering already; kept (no owner) until down(). Returns it and whether it was
+    started now. One half-up (a daemon gone, a reboot) is stopped and started again."""
+    root = Path(root).absolute() if root else demo_dir()
+    if (root / "slurm.conf").exists() and all(running(root).values()):
+        slurm = LocalSlurm(root)
+        if node_state(slurm) in ("idle", "mixed", "allocated"):
+            return slurm, False
+    if root.exists():
+        if (root / "owner").exists() or (root / "slurm.conf").exists():
+            stop(root)
+        elif any(root.iterdir()):
+            raise CloudhpcError(f"{root} is not empty and holds no Slurm of cloudhpc's")
+    return start(root, owner=None, partition=partition), True
+
+
+def down(root: str | os.PathLike | None = None) -> bool:
+    """Stop and remove the instance in `root` (default demo_dir()); False if there was none."""
+    root = Path(root).absolute() if root else demo_dir()
+    if not (root / "owner").exists() and not (root / "slurm.conf").exists():
+        return False
+    stop(root)
+    return True
