@@ -21,3 +21,27 @@ def real_templates(tmp_path_factory) -> dict:
     from campaign_records import real_templates as make
 
     return make(tmp_path_factory.mktemp("templates"))
+
+
+@pytest.fixture(scope="session")
+def time_limit_job(tmp_path_factory):
+    """A batch job that runs past its time limit, on a one-node Slurm of its own (so it holds no
+    CPU of the other Slurm tests' node): (that Slurm, the job's directory, its job id). Slurm's
+    limits are whole minutes, checked every 30 s, so the first Slurm test of the session
+    (test_slurm.py) submits it and the last one (test_slurm_submit.py) awaits it."""
+    from helpers import run_cli
+
+    from cloudhpc.slurm import local
+
+    own = local.start()
+    try:
+        cwd = tmp_path_factory.mktemp("timelimit")
+        (cwd / "in.txt").write_text("x\n")
+        r = run_cli(
+            "run", "files", "--cmd", "tail -f {input}", "--out", "out", "in.txt", "-n", "1",
+            "--submit", "--time", "1", cwd=cwd, env=own.env,
+        )  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        yield own, cwd, r.stdout.strip()
+    finally:
+        local.stop(own.root)

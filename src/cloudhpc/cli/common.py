@@ -104,6 +104,23 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int = 1) -> None:
     g.add_argument(
         "--timeout", type=float, default=None, metavar="SEC", help="kill the run after SEC seconds"
     )
+    b = p.add_argument_group("Slurm batch job")
+    b.add_argument(
+        "--submit",
+        action="store_true",
+        help="submit the run to Slurm as a batch job instead of running it now: writes "
+        "RESULTS/jobs/ID/job.sh (--dry-run prints it), sbatch's it and prints the job id; the "
+        "job runs this same command (ranks started with srun), its record lands in RESULTS "
+        "when it ends (`cloudhpc jobs` follows it)",
+    )
+    b.add_argument("--partition", metavar="P", help="the partition (default: Slurm's default)")
+    b.add_argument(
+        "--time",
+        metavar="HH:MM:SS",
+        help="the job's time limit (also D-HH:MM:SS, MM:SS, MM); at the limit Slurm ends it and "
+        "the run is recorded as `timeout`",
+    )
+    b.add_argument("--account", metavar="A", help="the account to charge")
     o = p.add_argument_group("output")
     o.add_argument(
         "--results",
@@ -200,6 +217,9 @@ def execute(
     if collect is not None:  # a campaign reading its workloads: the job, not its run
         collect.append(RunRequest(job, title or job.app, exit_code))
         return None
+    if submitting(args):
+        submit_run(job, args)
+        return None
     if args.dry_run:
         with provisioned(job, dry_run=True) as ready:
             plan = plan_job(ready, preflight=False)
@@ -232,6 +252,42 @@ def collecting() -> Iterator[list[RunRequest]]:
         yield found
     finally:
         _collecting.reset(token)
+
+
+def submitting(args: argparse.Namespace) -> bool:
+    """Whether this command submits a batch job (--submit, outside the job it submitted); one
+    line for --partition, --time or --account without --submit."""
+    from ..launch.batch import SubmitOptions, check_options, in_batch_job
+
+    submit = bool(getattr(args, "submit", False))
+    opts = SubmitOptions(
+        getattr(args, "partition", None),
+        getattr(args, "time", None),
+        getattr(args, "account", None),
+    )
+    check_options(submit, opts)
+    return submit and in_batch_job() is None
+
+
+def submit_run(job: Job, args: argparse.Namespace) -> None:
+    """--submit: check, write the batch script, sbatch it; print the job id (the script for
+    --dry-run)."""
+    from ..launch.batch import SubmitOptions, submit
+
+    opts = SubmitOptions(args.partition, args.time, args.account)
+    entry = submit(job, sys.argv[1:], opts, job.oversubscribe, args.dry_run)
+    if args.dry_run:
+        out.print(entry["script"], highlight=False, markup=False, soft_wrap=True, end="")
+        return
+    if args.json:
+        print(json.dumps(entry, indent=1))
+        return
+    print(entry["job_id"])  # alone on stdout: JOB=$(cloudhpc ... --submit)
+    err.print(
+        f"submitted batch job {entry['job_id']} (partition {entry['partition']}): "
+        f"{os.path.relpath(entry['script'])}; `cloudhpc jobs` follows it",
+        highlight=False,
+    )
 
 
 def record_footer(record: dict) -> None:

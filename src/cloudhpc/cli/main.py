@@ -27,6 +27,7 @@ SUBCOMMANDS = (
     "jit",
     "campaign",
     "slurm",
+    "jobs",
 )
 
 
@@ -58,15 +59,18 @@ def main(argv: list[str] | None = None) -> None:
     signals.install()
     parser = build_parser(argv)
     args = parser.parse_args(argv)
+    state, message = "COMPLETED", ""
     try:
         code = args.handler(args) or 0
     except CloudhpcError as e:
+        message = str(e)
         print(f"cloudhpc: error: {e}", file=sys.stderr)
         code = e.exit_code
     except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM or SIGHUP (signals.py): the job has ended
         code = signals.exit_status(e)
+        state, message = "CANCELLED", f"interrupted{f' ({e})' if str(e) else ''}"
         try:
-            print(f"cloudhpc: interrupted{f' ({e})' if str(e) else ''}", file=sys.stderr)
+            print(f"cloudhpc: {message}", file=sys.stderr)
         except OSError:
             pass  # SIGHUP: the terminal may be gone
     except BrokenPipeError:
@@ -75,11 +79,31 @@ def main(argv: list[str] | None = None) -> None:
         if not (no_room(e) or e.errno in PATH_ERRORS):
             return _internal_error(e)
         where = f" {e.filename}" if e.filename else ""
-        print(f"cloudhpc: error: cannot use{where}: {e.strerror}", file=sys.stderr)
+        message = f"cannot use{where}: {e.strerror}"
+        print(f"cloudhpc: error: {message}", file=sys.stderr)
         code = 1 if no_room(e) else 2
     except Exception as e:  # a bug in cloudhpc itself: still one line unless asked for more
+        _batch_outcome("FAILED", 70, f"internal error: {type(e).__name__}: {e}")
         return _internal_error(e)
+    if code and state == "COMPLETED":
+        state = "FAILED"
+    _batch_outcome(state, code, message)
     sys.exit(code)
+
+
+def _batch_outcome(state: str, code: int, message: str) -> None:
+    """Inside a batch job cloudhpc submitted (--submit): how the command ended, for `cloudhpc
+    jobs` (a job Slurm ended at its time limit is TIMEOUT, not CANCELLED)."""
+    if not os.environ.get("CLOUDHPC_BATCH_JOB"):
+        return
+    from ..launch import batch
+
+    job_dir = batch.in_batch_job()
+    if job_dir is None:
+        return
+    if state == "CANCELLED" and batch.ended_by_time_limit():
+        state, message = "TIMEOUT", "Slurm ended the job at its time limit"
+    batch.write_outcome(job_dir, state, code, message)
 
 
 def _internal_error(e: Exception) -> None:

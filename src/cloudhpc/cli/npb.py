@@ -11,7 +11,7 @@ from ..errors import CloudhpcError
 from ..npb import KERNELS, load
 from ..npb.common import CLASS_NAMES
 from .app_params import ParamSpec
-from .common import add_launch_options, execute, job_from_args, record_footer
+from .common import add_launch_options, execute, job_from_args, record_footer, submitting
 from .parser import add_subparser
 from .ui import err, out, print_table
 
@@ -102,7 +102,9 @@ def handle(args: argparse.Namespace) -> int:
             title=f"npb {kname} class {cls}",
             exit_code=lambda r: 0 if r.get("verified") else 1,
         )
-        if record is None:  # --dry-run
+        if record is None:  # --dry-run, or --submit (one job runs every kernel)
+            if submitting(args):
+                break
             continue
         records.append(record)
         if not args.json:

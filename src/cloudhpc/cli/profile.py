@@ -27,7 +27,7 @@ from ..results.store import files_dir, load_record, load_records
 from .app_params import ParamSpec, parse_params, run_app_spec
 from .bench import BENCHMARKS
 from .bench import param_spec as bench_spec
-from .common import add_launch_options, job_from_args, record_footer
+from .common import add_launch_options, job_from_args, record_footer, submit_run, submitting
 from .npb import PARAM_SPEC as NPB_SPEC
 from .parser import Parser, add_subparser
 from .run import check_app_files, check_app_memory
@@ -151,6 +151,9 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
         record_params = None
     if args.rank is not None and not 0 <= args.rank < job.nprocs:
         raise CloudhpcError(f"--rank {args.rank} is out of range: the run has {job.nprocs} ranks")
+    if submitting(args):  # a batch job that runs this same profile (docs/slurm.md)
+        submit_run(job, args)
+        return 0
     if args.dry_run:
         plan = dry_run_plan(job, program, args.trace, args.callsite_depth)
         if args.json:

@@ -7,7 +7,8 @@ command that runs a job takes (`run`, `bench`, `npb`, campaigns), so that their 
 A run that fails is not recorded (the command says why and exits non-zero), except when the
 environment failed it (a full disk: recorded as failed, if its record fits) or when the caller
 keeps failures (`keep_failures`, campaigns: a failed cell is recorded as failed and the campaign
-goes on). A run stopped by Ctrl-C, SIGTERM or SIGHUP is never recorded.
+goes on). A run stopped by Ctrl-C, SIGTERM or SIGHUP is not recorded, except one that Slurm
+ends at its batch job's time limit (status `timeout`, launch/batch.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from ..errors import CloudhpcError, EnvironmentFailure
 from ..job import Job
 from ..results.provenance import Probe
 from ..results.store import check_writable, make_record, now_utc, write_record
+from ..signals import Terminated
 from .runner import Monitor, Outcome, plan_job, provisioned, raise_for_failure, run_plan
 
 ExitCode = Callable[[dict], int]  # a completed run's record -> the command's exit status
@@ -58,7 +60,11 @@ def run_job(
             with provisioned(job) as ran:  # --env capped:RATE: a cluster for the run
                 plan = plan_job(ran)
                 started = now_utc()
-                outcome = run_plan(plan, monitor, ran.timeout_s)
+                try:
+                    outcome = run_plan(plan, monitor, ran.timeout_s)
+                except Terminated:
+                    _record_time_limit(ran, plan, started, probe, annotate)
+                    raise
             launch = {
                 "argv": plan.argv,
                 "env": plan.variables,
@@ -78,6 +84,28 @@ def run_job(
                 raise
             return failed
         return _record(ran, plan, outcome, started, launch, probe, exit_code, annotate)
+
+
+def _record_time_limit(
+    job: Job, plan, started: dt.datetime, probe: Probe, annotate: dict[str, Any] | None
+) -> None:
+    """Inside a batch job that Slurm ends at its time limit (SIGTERM, reason TimeLimit): the run
+    is recorded with status `timeout` (a cancelled one writes no record, as after Ctrl-C)."""
+    from .batch import ended_by_time_limit, in_batch_job
+
+    if in_batch_job() is None or not ended_by_time_limit():
+        return
+    launch = {"argv": plan.argv, "env": plan.variables, **plan.details}
+    record = make_record(
+        job, {"error": "Slurm ended the job at its time limit"}, started=started, launch=launch,
+        probe=probe,
+    )  # fmt: skip
+    record.update(annotate or {})
+    record["status"], record["exit_code"] = "timeout", 128 + 15
+    try:
+        write_record(job.results_dir, record)
+    except CloudhpcError:
+        pass
 
 
 def _failed(

@@ -107,6 +107,11 @@ class SlurmClient:
         that answers."""
         if shutil.which("sbatch", path=self.env.get("PATH")) is None:
             raise CloudhpcError("--submit needs Slurm, and there is no sbatch command here")
+        conf = self.env.get("SLURM_CONF")
+        if conf and not os.path.isfile(conf):  # the commands would retry for a minute
+            raise CloudhpcError(
+                f"--submit needs Slurm, and SLURM_CONF names {conf}, which does not exist"
+            )
         r = self._cmd(["scontrol", "ping"], check=False)
         if r.returncode != 0 or "UP" not in r.stdout:
             why = _last_line(r.stderr or r.stdout)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import shutil
 import signal
 import socket
@@ -108,6 +109,7 @@ def slurm_conf(root: Path, hw: dict[str, str], ports: tuple[int, int], partition
         if k in hw
     )
     memory = f" RealMemory={hw['RealMemory']}" if "RealMemory" in hw else ""
+    first_job_id = 1_000_000 + secrets.randbelow(50_000_000)
     return f"""\
 # A one-node Slurm private to {root} (cloudhpc.slurm.local): nothing here is the machine's.
 ClusterName=cloudhpc
@@ -141,6 +143,10 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
 KillWait={KILL_WAIT_S}
+# job ids from a random start: MPICH names its shared-memory segment after the job and step
+# (/dev/shm/mpich_shm_<hash of "JOB.STEP">), and a segment a killed run left behind, or one of
+# another instance running at the same time, would otherwise be found again by job 1, 2, ...
+FirstJobId={first_job_id}
 InactiveLimit=0
 NodeName={node} NodeAddr=127.0.0.1 {shape}{memory} State=UNKNOWN
 PartitionName={partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP

@@ -1,0 +1,276 @@
+"""Batch jobs: a run submitted to Slurm (`--submit`), and what became of it (`cloudhpc jobs`).
+
+`--submit` checks everything before anything is submitted (Slurm answers, the partition exists
+and has the CPUs the ranks need, the time limit parses and fits the partition), then writes a
+job directory in the results store:
+
+    RESULTS/jobs/ID/job.sh           the sbatch script (readable; `--dry-run` prints it)
+    RESULTS/jobs/ID/job.json         what was submitted: the Slurm job id, the command, when
+    RESULTS/jobs/ID/slurm-JOB.out    the job's output (sbatch --output)
+    RESULTS/jobs/ID/outcome.json     written by the job itself when it ends: its state (COMPLETED,
+                                     FAILED, TIMEOUT, CANCELLED), exit code, message, records
+
+The script runs the same cloudhpc command inside the allocation with CLOUDHPC_BATCH_JOB set to
+the job directory: there --submit runs the command (its ranks start with srun) and records its
+outcome. A job Slurm ends at its time limit gets SIGTERM like a cancelled one; Slurm's reason
+for the job (squeue %r: TimeLimit) tells them apart, and the run is recorded with status
+`timeout`. A cancelled run writes no record, as a run stopped with Ctrl-C writes none.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import secrets
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..atomic import write_json, write_text
+from ..errors import CloudhpcError
+from ..job import Job
+from ..slurm.client import SlurmClient, format_time_limit, parse_time_limit
+
+BATCH_VAR = "CLOUDHPC_BATCH_JOB"
+JOBS_DIR = "jobs"
+FINAL_STATES = ("COMPLETED", "FAILED", "TIMEOUT", "CANCELLED")
+
+
+@dataclass(frozen=True)
+class SubmitOptions:
+    partition: str | None = None
+    time: str | None = None  # as given; checked by parse_time_limit
+    account: str | None = None
+
+
+def in_batch_job() -> Path | None:
+    """The job directory when this process is the command a cloudhpc batch script runs."""
+    where = os.environ.get(BATCH_VAR)
+    if where and os.environ.get("SLURM_JOB_ID"):
+        return Path(where)
+    return None
+
+
+def check_options(submit: bool, opts: SubmitOptions) -> int | None:
+    """The time limit in seconds (None: the partition's); one line for an option given without
+    --submit or a time that does not parse."""
+    if not submit:
+        for name, value in (
+            ("--partition", opts.partition),
+            ("--time", opts.time),
+            ("--account", opts.account),
+        ):
+            if value is not None:
+                raise CloudhpcError(f"{name} is for --submit (a Slurm batch job)")
+        return None
+    return parse_time_limit(opts.time) if opts.time is not None else None
+
+
+def check_job(job: Job, client: SlurmClient, opts: SubmitOptions, oversubscribe: bool) -> str:
+    """Check the job against the cluster before submitting; the partition's name."""
+    if job.hosts and not job.cluster and job.launcher == "hosts":
+        raise CloudhpcError(
+            "--submit runs the ranks on the nodes Slurm allocates; --hosts names other machines"
+        )
+    client.check_available()
+    part = client.partition(opts.partition)
+    if not part.up:
+        raise CloudhpcError(f"Slurm partition {part.name} is not up")
+    need = job.nprocs * job.layout.threads
+    if need > part.cpus and not oversubscribe:
+        what = f"{job.nprocs} ranks" + (
+            f" x {job.layout.threads} threads" if job.layout.threads > 1 else ""
+        )
+        raise CloudhpcError(
+            f"{what} need {need} CPUs but Slurm partition {part.name} has {part.cpus}; "
+            "pass --oversubscribe to start them anyway"
+        )
+    if job.layout_given and job.layout.nodes > part.nodes:
+        raise CloudhpcError(
+            f"layout {job.layout} asks for {job.layout.nodes} nodes but Slurm partition "
+            f"{part.name} has {part.nodes}"
+        )
+    if opts.time is not None and part.max_time not in ("UNLIMITED", "INFINITE", ""):
+        try:
+            limit = parse_time_limit(part.max_time)
+        except CloudhpcError:
+            limit = None
+        if limit is not None and parse_time_limit(opts.time) > limit:
+            raise CloudhpcError(
+                f"--time {opts.time} is longer than Slurm partition {part.name} allows "
+                f"({part.max_time})"
+            )
+    return part.name
+
+
+def new_job_dir(results_dir: str, app: str) -> Path:
+    when = dt.datetime.now(dt.UTC)
+    safe = "".join(c if c.isalnum() or c in "-." else "-" for c in app)
+    name = f"{when:%Y%m%dT%H%M%S}-{safe}-{secrets.token_hex(3)}"
+    return Path(results_dir).absolute() / JOBS_DIR / name
+
+
+def script_text(
+    job: Job,
+    job_dir: Path,
+    command: list[str],
+    opts: SubmitOptions,
+    partition: str | None,
+    oversubscribe: bool,
+) -> str:
+    """The sbatch script: resources as #SBATCH lines, then the same cloudhpc command."""
+    lay = job.layout
+    sbatch = [f"--job-name=cloudhpc-{job.app}", f"--ntasks={job.nprocs}"]
+    if job.layout_given:
+        sbatch += [f"--nodes={lay.nodes}", f"--ntasks-per-node={lay.procs_per_node}"]
+    sbatch.append(f"--cpus-per-task={lay.threads}")
+    if job.hosts:  # a placement plan: the nodes it names
+        sbatch.append(f"--nodelist={','.join(dict.fromkeys(h.name for h in job.hosts))}")
+    if oversubscribe:
+        sbatch.append("--overcommit")
+    if partition:
+        sbatch.append(f"--partition={partition}")
+    if opts.time is not None:
+        sbatch.append(f"--time={format_time_limit(parse_time_limit(opts.time))}")
+    if opts.account:
+        sbatch.append(f"--account={opts.account}")
+    sbatch += [f"--chdir={os.getcwd()}", f"--output={job_dir}/slurm-%j.out"]
+    when = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    shown = shlex.join(["cloudhpc", *command])
+    lines = [
+        "#!/bin/bash",
+        f"# A cloudhpc batch job (cloudhpc {__version__}, {when}), submitted with:",
+        f"#   {shown}",
+        "# Inside the job the same command runs the ranks (srun) instead of submitting: the",
+        f"# job directory in {BATCH_VAR} says so. The record goes to",
+        f"# {Path(job.results_dir).absolute()}; how the job ended to outcome.json beside this",
+        "# script (`cloudhpc jobs`).",
+        *(f"#SBATCH {opt}" for opt in sbatch),
+        "",
+        f"export {BATCH_VAR}={shlex.quote(str(job_dir))}",
+        f"exec {shlex.join([sys.executable, '-m', 'cloudhpc', *command])}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def submit(
+    job: Job, command: list[str], opts: SubmitOptions, oversubscribe: bool, dry_run: bool
+) -> dict[str, Any]:
+    """Check, write the job directory, sbatch the script. --dry-run: the script, nothing written
+    and Slurm not asked (`script` in the answer)."""
+    job_dir = new_job_dir(job.results_dir, job.app)
+    if dry_run:  # the script the same command without --dry-run would submit
+        command = [a for a in command if a != "--dry-run"]
+        text = script_text(job, job_dir, command, opts, opts.partition, oversubscribe)
+        return {"script": text, "job_dir": str(job_dir)}
+    client = SlurmClient()
+    partition = check_job(job, client, opts, oversubscribe)
+    text = script_text(job, job_dir, command, opts, partition, oversubscribe)
+    job_dir.mkdir(parents=True)
+    try:
+        write_text(job_dir / "job.sh", text)
+        job_id = client.submit(str(job_dir / "job.sh"))
+        entry = {
+            "job_id": job_id,
+            "id": job_dir.name,
+            "app": job.app,
+            "command_line": shlex.join(["cloudhpc", *command]),
+            "submitted_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "partition": partition,
+            "time_limit": opts.time,
+            "account": opts.account,
+            "nprocs": job.nprocs,
+            "results": str(Path(job.results_dir).absolute()),
+            "script": str(job_dir / "job.sh"),
+            "output": str(job_dir / f"slurm-{job_id}.out"),
+        }
+        write_json(job_dir / "job.json", entry)
+    except BaseException:
+        shutil.rmtree(job_dir, ignore_errors=True)
+        raise
+    return entry
+
+
+# ---- inside the job --------------------------------------------------------------------------
+def ended_by_time_limit() -> bool:
+    """Whether Slurm is ending this job because it reached its time limit (its reason then is
+    TimeLimit; a cancelled job's is not)."""
+    job_id = os.environ.get("SLURM_JOB_ID")
+    if not job_id:
+        return False
+    try:
+        r = subprocess.run(
+            ["squeue", "-h", "-j", job_id, "-o", "%r"], capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.stdout.strip() == "TimeLimit"
+
+
+def write_outcome(job_dir: Path, state: str, exit_code: int, message: str = "") -> None:
+    """outcome.json of the job directory: how the command inside the job ended."""
+    outcome = {
+        "state": state,
+        "exit_code": exit_code,
+        "message": message,
+        "job_id": os.environ.get("SLURM_JOB_ID"),
+        "ended_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    }
+    try:
+        write_json(job_dir / "outcome.json", outcome)
+    except (OSError, CloudhpcError):  # the job directory is gone: nothing to tell
+        pass
+
+
+# ---- cloudhpc jobs ---------------------------------------------------------------------------
+def read_jobs(results_dir: str) -> list[dict[str, Any]]:
+    """The submitted jobs of a results store, oldest first, each with its outcome (None while
+    it has none)."""
+    root = Path(results_dir) / JOBS_DIR
+    found = []
+    for d in sorted(root.glob("*/job.json")):
+        try:
+            entry = json.loads(d.read_text())
+        except (OSError, ValueError):
+            continue
+        try:
+            entry["outcome"] = json.loads((d.parent / "outcome.json").read_text())
+        except (OSError, ValueError):
+            entry["outcome"] = None
+        found.append(entry)
+    return found
+
+
+def job_records(results_dir: str, job_ids: set[str]) -> dict[str, list[str]]:
+    """Slurm job id -> the ids of the records its runs wrote (launch.slurm.job_id)."""
+    found: dict[str, list[str]] = {}
+    if not job_ids:
+        return found
+    for path in sorted(Path(results_dir).glob("*.json")):
+        try:
+            record = json.loads(path.read_text())
+            job_id = record["launch"]["slurm"]["job_id"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if job_id in job_ids:
+            found.setdefault(job_id, []).append(record["id"])
+    return found
+
+
+def job_state(entry: dict[str, Any], slurm_state: str | None) -> str:
+    """What the jobs table says: Slurm's state while the job is queued or running, else how the
+    job ended by its own account, else Slurm's last word."""
+    outcome = entry.get("outcome") or {}
+    if slurm_state in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED"):
+        return slurm_state
+    if outcome.get("state"):
+        return outcome["state"]
+    if slurm_state:
+        return slurm_state
+    return "UNKNOWN"
