@@ -33,6 +33,7 @@ COMMAND_TIMEOUT = 180
 NEEDS = re.compile(r"#\s*needs:\s*(?P<what>[^#]+?)\s*$")
 # the README's emulated cluster has a fixed name: two suites on one machine take turns
 CLUSTER_LOCK = "/tmp/cloudhpc-readme-cluster.lock"
+SLURM_DIR = "/tmp/cloudhpc-slurm-readme"  # under the same lock
 
 
 @dataclass(frozen=True)
@@ -131,6 +132,8 @@ def shell(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CLOUDHPC_CLUSTERS")}
     env["PATH"] = ":".join(p for p in env.get("PATH", "").split(":") if p != str(VENV / "bin"))
     env["CLOUDHPC_CLUSTERS"] = str(scratch / "clusters")
+    # the README's one-node Slurm at a fixed place: one left by a killed suite is found there
+    env["CLOUDHPC_SLURM"] = SLURM_DIR
     env["COLUMNS"] = "160"
     lock = open(CLUSTER_LOCK, "a")  # noqa: SIM115 - held for the module
     fcntl.flock(lock, fcntl.LOCK_EX)
@@ -140,6 +143,7 @@ def shell(tmp_path_factory):
     finally:
         if _is_root():
             sh.run("cloudhpc cluster down tour 2>/dev/null; true", 60)
+            sh.run("cloudhpc slurm down 2>/dev/null; true", 60)
         sh.close()
         lock.close()
 
@@ -221,6 +225,31 @@ def _campaign_status(d: Path, out: str, err: str) -> None:
     assert "campaign quick" in out and "8 ok, 0 failed, 0 missing of 8" in out, out
 
 
+def _slurm_up(d: Path, out: str, err: str) -> None:
+    assert "one-node Slurm started" in err or "already running" in err
+
+
+def _salloc_pingpong(d: Path, out: str, err: str) -> None:
+    rec = json.loads(max(d.glob("cloudhpc-results/*bench.pingpong*.json")).read_text())
+    assert rec["launcher"] == "slurm" and rec["launch"]["slurm"]["job_id"]
+
+
+def _salloc_cg(d: Path, out: str, err: str) -> None:
+    assert "SUCCESSFUL" in out + err
+    rec = json.loads(max(d.glob("cloudhpc-results/*-npb-*.json")).read_text())
+    assert rec["verified"] is True and rec["launch"]["argv"][:2] == ["srun", "--mpi=pmix"]
+
+
+def _submit(d: Path, out: str, err: str) -> None:
+    assert out.strip().isdigit() and "submitted batch job" in err
+
+
+def _jobs_wait(d: Path, out: str, err: str) -> None:
+    assert "COMPLETED" in out and "cloudhpc npb cg" in out
+    (entry,) = [json.loads(p.read_text()) for p in d.glob("cloudhpc-results/jobs/*/outcome.json")]
+    assert entry["state"] == "COMPLETED"
+
+
 def _version(d: Path, out: str, err: str) -> None:
     from cloudhpc import __version__
 
@@ -241,6 +270,11 @@ CHECKS = {
     "./stencil 200": _stencil_profile,
     "profile show last --callsites": _stencil_callsites,
     "campaign status campaigns/quick.toml": _campaign_status,
+    "cloudhpc slurm up": _slurm_up,
+    "salloc -n 2 cloudhpc bench pingpong": _salloc_pingpong,
+    "salloc -n 2 cloudhpc npb cg": _salloc_cg,
+    "--submit --time": _submit,
+    "cloudhpc jobs --wait": _jobs_wait,
 }
 
 
