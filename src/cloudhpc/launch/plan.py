@@ -29,6 +29,9 @@ class LaunchPlan:
     files: dict[str, str] = field(default_factory=dict)
     # what the launcher adds to the record's `launch` (slurm: the job id, ...)
     details: dict = field(default_factory=dict)
+    # the ranks descend from the launcher's process (mpiexec's tree); False under Slurm, whose
+    # step daemons start them (so no process outside the launcher's tree is a stray)
+    ranks_below: bool = True
     # lines the launcher itself prints when a job fails (they repeat what the ranks said)
     noise: tuple[str, ...] = ()
     # takes the launcher's report of how each rank ended out of its stderr: (the rest,

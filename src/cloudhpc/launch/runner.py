@@ -214,7 +214,10 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
         raise CloudhpcError(f"cannot start {plan.argv[0]!r}: not executable") from None
 
     topology.register(proc, control_dir)
-    stop_watching = _end_strays(proc, token, mpi.daemon_names)
+    if plan.ranks_below:
+        stop_watching = _end_strays(proc, token, mpi.daemon_names)
+    else:  # srun: the ranks are slurmstepd's children, and Slurm ends what a step leaves
+        stop_watching = threading.Event()
     timer = None
     timed_out = threading.Event()
     try:  # from here on, any way out of this function ends the job first

@@ -192,7 +192,7 @@ class SlurmLauncher(Launcher):
             plan.files[HOSTFILE_VAR] = "".join(
                 f"{h.name}\n" for h in job.hosts for _ in range(h.slots)
             )
-        return dataclasses.replace(plan, noise=SRUN_NOISE, exits=srun_exits)
+        return dataclasses.replace(plan, noise=SRUN_NOISE, exits=srun_exits, ranks_below=False)
 
     def starter(self, job: Job) -> str:
         mpi = self.implementation(job)
