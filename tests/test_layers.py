@@ -41,7 +41,7 @@ LAYERS: list[set[str]] = [
     # starting jobs
     {"launch"},
     # what runs jobs or reads their records: the profiler, campaigns, analysis, reports
-    {"profile", "campaign", "analysis", "report"},
+    {"profile", "campaign", "analysis", "report", "curves"},
     # the command line
     {"cli", "__main__"},
 ]

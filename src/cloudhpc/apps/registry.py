@@ -55,6 +55,7 @@ MAINS = Registry(
         "bench.bw": "cloudhpc.bench.p2p:bw",
         "bench.bibw": "cloudhpc.bench.p2p:bibw",
         "bench.coll": "cloudhpc.bench.coll:main",
+        "bench.curves": "cloudhpc.bench.curves:main",  # a target's curves for `predict`
         "bench.ior": "cloudhpc.bench.ior:main",  # IOR patterns over test files and volumes
         "bench.tasks": "cloudhpc.bench.tasks:main",  # map-only per-task overhead, any engine
         "npb": "cloudhpc.npb.app:main",

@@ -17,6 +17,7 @@ SUBCOMMANDS = (
     "bench",
     "npb",
     "profile",
+    "predict",
     "results",
     "report",
     "cluster",

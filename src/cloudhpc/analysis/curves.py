@@ -1,0 +1,143 @@
+"""An environment's micro-benchmark curves, as `predict` reads them from a `bench.curves` record:
+time per call of each operation against message size, with the spread of its repetitions.
+
+Between two measured sizes the time is interpolated linearly in the size (a call costs about
+a + b x bytes within a bracket of two powers of two); below the smallest size it is the smallest
+size's time; above the largest it follows the last two sizes' slope (bandwidth-bound: the job
+stops measuring an operation once a call takes longer than its cap, see bench/curves.py).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CloudhpcError
+
+FORMAT = 1  # of the rows and extra fields `bench.curves` records hold
+
+
+@dataclass(frozen=True)
+class Point:
+    nbytes: int
+    t_s: float  # mean time of one call (pingpong: one way, half the round trip)
+    sd_s: float  # standard deviation of one repetition
+    reps: int
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A call's time from a curve: the mean, the spread of one call (sd_call_s) and the
+    uncertainty of the curve's mean at that size (sd_mean_s); extrapolated: beyond the
+    largest size measured."""
+
+    t_s: float
+    sd_call_s: float
+    sd_mean_s: float
+    extrapolated: bool = False
+
+
+@dataclass
+class Curve:
+    op: str
+    points: list[Point]  # by size, at least one
+    stopped_at: int | None = None  # the job measured no larger size: extrapolate past here
+
+    def __post_init__(self) -> None:
+        self.points = sorted(self.points, key=lambda p: p.nbytes)
+        if not self.points:
+            raise CloudhpcError(f"curve {self.op} has no points")
+
+    @property
+    def sizes(self) -> list[int]:
+        return [p.nbytes for p in self.points]
+
+    def covers(self, nbytes: int) -> bool:
+        """Whether the curve answers for this size without measuring it: measured there, or
+        past the size where the job stopped (bandwidth-bound: extrapolated by design)."""
+        return nbytes in self.sizes or (self.stopped_at is not None and nbytes > self.stopped_at)
+
+    def at(self, nbytes: float) -> Estimate:
+        pts = self.points
+        if nbytes <= pts[0].nbytes:
+            p = pts[0]
+            return Estimate(p.t_s, p.sd_s, _sd_mean(p))
+        if nbytes >= pts[-1].nbytes:
+            last = pts[-1]
+            if len(pts) == 1:  # one point: all of it bandwidth, a conservative guess
+                scale = nbytes / last.nbytes if last.nbytes else 1.0
+                return Estimate(last.t_s * scale, last.sd_s * scale, _sd_mean(last) * scale, True)
+            prev = pts[-2]
+            slope = max((last.t_s - prev.t_s) / (last.nbytes - prev.nbytes), 0.0)
+            t = last.t_s + slope * (nbytes - last.nbytes)
+            rel = t / last.t_s if last.t_s > 0 else 1.0
+            extrapolated = nbytes > last.nbytes
+            return Estimate(t, last.sd_s * rel, _sd_mean(last) * rel, extrapolated)
+        for lo, hi in zip(pts, pts[1:], strict=False):
+            if lo.nbytes <= nbytes <= hi.nbytes:
+                w = (nbytes - lo.nbytes) / (hi.nbytes - lo.nbytes)
+                return Estimate(
+                    lo.t_s + w * (hi.t_s - lo.t_s),
+                    lo.sd_s + w * (hi.sd_s - lo.sd_s),
+                    _sd_mean(lo) + w * (_sd_mean(hi) - _sd_mean(lo)),
+                )
+        raise AssertionError("unreachable: sizes are sorted")
+
+
+def _sd_mean(p: Point) -> float:
+    return p.sd_s / math.sqrt(p.reps) if p.reps > 0 else p.sd_s
+
+
+@dataclass
+class Curves:
+    """One environment's curves (the newest `bench.curves` record for its key)."""
+
+    curves: dict[str, Curve]
+    compute_probe_s: float | None = None
+    record_id: str | None = None
+    key: dict[str, Any] = field(default_factory=dict)
+    label: str = ""
+
+    def curve(self, op: str) -> Curve:
+        if op not in self.curves:
+            raise CloudhpcError(f"no {op} curve measured for {self.label or 'this environment'}")
+        return self.curves[op]
+
+    def missing(self, needed: dict[str, list[int]]) -> dict[str, list[int]]:
+        """The points of `needed` these curves do not answer for."""
+        out = {}
+        for op, sizes in needed.items():
+            have = self.curves.get(op)
+            miss = [s for s in sizes if have is None or not have.covers(s)]
+            if miss:
+                out[op] = miss
+        return out
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> Curves:
+        extra = record.get("extra") or {}
+        by_op: dict[str, list[Point]] = {}
+        try:
+            for r in record.get("rows") or []:
+                by_op.setdefault(str(r["op"]), []).append(
+                    Point(
+                        int(r["bytes"]),
+                        float(r["t_usec"]) * 1e-6,
+                        float(r.get("sd_usec", 0.0)) * 1e-6,
+                        int(r.get("repetitions", 1)),
+                    )
+                )
+        except (KeyError, TypeError, ValueError) as e:
+            raise CloudhpcError(f"curves record {record.get('id')} is malformed: {e}") from None
+        stopped = extra.get("stopped_at") or {}
+        curves = {op: Curve(op, pts, stopped.get(op)) for op, pts in by_op.items()}
+        probe = (record.get("metrics") or {}).get("compute_probe_s")
+        params = record.get("params") or {}
+        return cls(
+            curves,
+            float(probe) if probe is not None else None,
+            record.get("id"),
+            dict(params.get("key") or {}),
+            str((record.get("env") or {}).get("name", "")),
+        )

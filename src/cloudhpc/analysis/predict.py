@@ -1,0 +1,484 @@
+"""What-if: a run's time on another environment, from its profile on this one and both
+environments' micro-benchmark curves (no run on the target; docs/predict.md).
+
+Each MPI call's time on the source splits into the transfer the source's curve gives for the
+call's message sizes, and the rest, which is waiting (for a rank that arrived later, a message
+not yet sent: imbalance) or overhead. On the target the transfer comes from the target's curve
+at the same sizes (point-to-point from ping-pong, each collective from its own curve at that P)
+and the waiting carries over; the time outside MPI carries over, scaled by the compute-speed
+factor k when the target's hosts are other machines. Per rank r:
+
+    T_r' = k (R_r - M_r) + sum over calls c of [ k max(t_c - S_c, 0) + G_c ]
+         = k R_r + sum over c of [ G_c - k min(S_c, t_c) ]
+
+with R_r the rank's measured time (the job's timed region for a cloudhpc job, else MPI_Init to
+MPI_Finalize), M_r its MPI time, t_c a call's measured time, S_c and G_c its transfer time on
+the source's and the target's curves. The prediction is the slowest rank's T_r'. Nonblocking
+and persistent messages are posted at the cost measured and transferred in the wait family
+(Wait*, Test*), the larger of what a rank sends and receives there (full duplex). Calls with no
+curve (communicator management, MPI-IO, one-sided, probes, MPI_Init) carry over as measured.
+
+Uncertainty (one standard deviation): the curves' repetitions (the spread of one call, and the
+uncertainty of the curve's mean at that size, over every call) and the spread of the ranks'
+predictions, which a synchronised program should not have. The model's own assumptions
+(no contention between ranks beyond what the collective curves saw, no overlap of computation
+with transfers, the same protocol switch points on both sides) are not in that figure.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import CloudhpcError
+from .curves import Curves
+
+# MPI function -> (curve, how its message size maps onto the curve's bytes)
+#   hist: the call's own histogram sizes; per_P: a histogram size divided by P (an all-to-all's
+#   bytes are all its blocks, the curve's one block); recv_mean: the bytes received per call
+#   (a scatter's root sends P blocks, every rank receives one); none: no message (barrier)
+COLLECTIVES: dict[str, tuple[str, str]] = {
+    "MPI_Barrier": ("barrier", "none"),
+    "MPI_Bcast": ("bcast", "hist"),
+    "MPI_Reduce": ("reduce", "hist"),
+    "MPI_Allreduce": ("allreduce", "hist"),
+    "MPI_Scan": ("allreduce", "hist"),  # no scan curve: an allreduce's cost is the nearest
+    "MPI_Exscan": ("allreduce", "hist"),
+    "MPI_Gather": ("gather", "hist"),
+    "MPI_Gatherv": ("gatherv", "hist"),
+    "MPI_Scatter": ("scatter", "recv_mean"),
+    "MPI_Scatterv": ("scatterv", "recv_mean"),
+    "MPI_Allgather": ("allgather", "hist"),
+    "MPI_Allgatherv": ("allgatherv", "hist"),
+    "MPI_Alltoall": ("alltoall", "per_P"),
+    "MPI_Alltoallv": ("alltoallv", "per_P"),
+    "MPI_Alltoallw": ("alltoallv", "per_P"),
+    "MPI_Reduce_scatter": ("reduce_scatter", "hist"),
+    "MPI_Reduce_scatter_block": ("reduce_scatter", "hist"),
+}
+REDUCTION_CURVES = {"reduce", "allreduce", "reduce_scatter"}  # float32 elements: multiples of 4
+BLOCKING_P2P = {
+    "MPI_Send", "MPI_Ssend", "MPI_Rsend", "MPI_Bsend", "MPI_Recv", "MPI_Mrecv",
+    "MPI_Sendrecv", "MPI_Sendrecv_replace",
+}  # fmt: skip
+# posted here, transferred in the wait family; the direction of their histogram's messages
+DEFERRED_P2P = {
+    "MPI_Isend": "send", "MPI_Issend": "send", "MPI_Irsend": "send", "MPI_Ibsend": "send",
+    "MPI_Irecv": "recv", "MPI_Imrecv": "recv",
+    "MPI_Start": "both", "MPI_Startall": "both",
+    "MPI_Isendrecv": "both", "MPI_Isendrecv_replace": "both",
+}  # fmt: skip
+WAITS = {
+    "MPI_Wait", "MPI_Waitall", "MPI_Waitany", "MPI_Waitsome",
+    "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome",
+}  # fmt: skip
+PINGPONG = "pingpong"
+
+
+def nonblocking_collective(name: str) -> tuple[str, str] | None:
+    """MPI_Iallreduce -> the curve and size rule of MPI_Allreduce (None: not one)."""
+    if name.startswith("MPI_I") and name != "MPI_Init":
+        return COLLECTIVES.get("MPI_" + name[5].upper() + name[6:])
+    return None
+
+
+def curve_of(name: str) -> str | None:
+    """The curve a call's transfer time comes from (None: carried over as measured)."""
+    if name in BLOCKING_P2P or name in DEFERRED_P2P:
+        return PINGPONG
+    if name in COLLECTIVES:
+        return COLLECTIVES[name][0]
+    nb = nonblocking_collective(name)
+    return nb[0] if nb else None
+
+
+# ---- message sizes ------------------------------------------------------------------------
+def _hist_entries(stats: Any) -> list[tuple[float, int]]:
+    """(size, calls) per histogram bin: each bin [k, 2k) at k x a, with a in [1, 2) chosen so
+    that the sizes add up to the call's bytes (exact when every call is in one bin)."""
+    hist = {int(k): int(v) for k, v in stats.size_hist.items() if int(v) > 0}
+    if not hist:
+        total = max(stats.bytes_sent, stats.bytes_recv)
+        if stats.count and total:
+            return [(total / stats.count, stats.count)]
+        return []
+    lower = sum(k * n for k, n in hist.items())
+    a = 1.5
+    if lower > 0:
+        for total in (stats.bytes_sent, stats.bytes_recv, stats.bytes_sent + stats.bytes_recv):
+            if lower <= total < 2 * lower:
+                a = total / lower
+                break
+    return [(k * a, n) for k, n in sorted(hist.items())]
+
+
+def call_sizes(name: str, stats: Any, nprocs: int) -> list[tuple[float, int]]:
+    """The sizes, in the bytes of the call's curve, and how many calls or messages had each."""
+    rule = "hist"
+    if name in COLLECTIVES:
+        rule = COLLECTIVES[name][1]
+    elif (nb := nonblocking_collective(name)) is not None:
+        rule = nb[1]
+    if rule == "none":
+        return [(0.0, stats.count)] if stats.count else []
+    if rule == "recv_mean":
+        return [(stats.bytes_recv / stats.count, stats.count)] if stats.count else []
+    entries = _hist_entries(stats)
+    if rule == "per_P":
+        entries = [(s / nprocs, n) for s, n in entries]
+    return entries
+
+
+def grid_points(nbytes: float, reduction: bool = False) -> list[int]:
+    """The measured sizes that bracket a size: the powers of two around it (itself when it is
+    one; reductions: at least 4 bytes, one float32)."""
+    if nbytes <= 0:
+        return [4] if reduction else [0]
+    lo = 1 << int(math.floor(math.log2(nbytes)))
+    if reduction and lo < 4:
+        return [4]
+    return [lo] if lo == nbytes else [lo, lo * 2]
+
+
+def needed_points(profile: Any) -> dict[str, list[int]]:
+    """Every (curve, size) the model will read for this profile: what to measure."""
+    need: dict[str, set[int]] = {}
+    for rp in profile.ranks:
+        for name, stats in rp.calls.items():
+            curve = curve_of(name)
+            if curve is None or not stats.count:
+                continue
+            for size, _ in call_sizes(name, stats, profile.nprocs):
+                pts = grid_points(size, curve in REDUCTION_CURVES)
+                need.setdefault(curve, set()).update(pts)
+    return {op: sorted(s) for op, s in sorted(need.items())}
+
+
+# ---- the model ----------------------------------------------------------------------------
+@dataclass
+class Transfer:
+    """Time on a curve for some messages: the mean, its variance, whether it extrapolated."""
+
+    t_s: float = 0.0
+    var: float = 0.0
+    extrapolated: bool = False
+
+    def add(self, other: Transfer) -> None:
+        self.t_s += other.t_s
+        self.var += other.var
+        self.extrapolated |= other.extrapolated
+
+    def scaled(self, f: float) -> Transfer:
+        return Transfer(self.t_s * f, self.var * f * f, self.extrapolated)
+
+
+def transfer(curves: Curves, op: str, entries: Iterable[tuple[float, int]]) -> Transfer:
+    """n calls of each size on the curve: n x mean; variance n x (one call's) + (n x the
+    curve mean's) squared (the mean's error repeats in every call of that size)."""
+    curve = curves.curve(op)
+    out = Transfer()
+    for size, n in entries:
+        if n <= 0:
+            continue
+        e = curve.at(max(size, 4.0) if op in REDUCTION_CURVES else size)
+        out.add(Transfer(n * e.t_s, n * e.sd_call_s**2 + (n * e.sd_mean_s) ** 2, e.extrapolated))
+    return out
+
+
+@dataclass
+class CallResult:
+    name: str
+    model: str  # the curve, "waits for nonblocking", "posting", or "carried over"
+    count: int
+    measured_s: float
+    source_transfer_s: float
+    target_transfer_s: float
+    predicted_s: float
+    sd_s: float
+    size: float = 0.0  # mean message size in the curve's bytes (0: no message, or carried over)
+    messages: float = 0.0  # messages of that size (calls, or a mixed call's messages)
+    extrapolated: bool = False
+
+    @property
+    def wait_s(self) -> float:
+        return max(self.measured_s - self.source_transfer_s, 0.0)
+
+
+@dataclass
+class RankResult:
+    rank: int
+    measured_s: float  # R_r
+    measured_mpi_s: float
+    predicted_s: float
+    predicted_mpi_s: float
+    sd_s: float
+    calls: list[CallResult]
+
+
+@dataclass
+class Prediction:
+    nprocs: int
+    compute_factor: float
+    region: str  # what R_r is: "the job's timed region" or "MPI_Init to MPI_Finalize"
+    ranks: list[RankResult]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def slowest(self) -> RankResult:
+        return max(self.ranks, key=lambda r: r.predicted_s)
+
+    @property
+    def predicted_total_s(self) -> float:
+        return self.slowest.predicted_s
+
+    @property
+    def source_total_s(self) -> float:
+        return max(r.measured_s for r in self.ranks)
+
+    @property
+    def predicted_mpi_s(self) -> float:
+        return sum(r.predicted_mpi_s for r in self.ranks) / len(self.ranks)
+
+    @property
+    def source_mpi_s(self) -> float:
+        return sum(r.measured_mpi_s for r in self.ranks) / len(self.ranks)
+
+    @property
+    def sd_s(self) -> float:
+        """One standard deviation: the slowest rank's curve terms and the ranks' spread."""
+        preds = [r.predicted_s for r in self.ranks]
+        mean = sum(preds) / len(preds)
+        spread = sum((p - mean) ** 2 for p in preds) / len(preds)
+        return math.sqrt(self.slowest.sd_s**2 + spread)
+
+    def call_rows(self) -> list[dict[str, Any]]:
+        """Per MPI function, the mean over ranks (pprof's convention), costliest first."""
+        names: dict[str, list[CallResult]] = {}
+        for r in self.ranks:
+            for c in r.calls:
+                names.setdefault(c.name, []).append(c)
+        n = len(self.ranks)
+        rows = []
+        for name, cs in names.items():
+            rows.append(
+                {
+                    "call": name,
+                    "model": cs[0].model,
+                    "calls": sum(c.count for c in cs) / n,
+                    "size_bytes": _mean_size(cs),
+                    "source_s": sum(c.measured_s for c in cs) / n,
+                    "source_transfer_s": sum(c.source_transfer_s for c in cs) / n,
+                    "wait_s": sum(c.wait_s for c in cs) / n,
+                    "target_transfer_s": sum(c.target_transfer_s for c in cs) / n,
+                    "predicted_s": sum(c.predicted_s for c in cs) / n,
+                    "sd_s": math.sqrt(sum(c.sd_s**2 for c in cs)) / n,
+                    "extrapolated": any(c.extrapolated for c in cs),
+                }
+            )
+        rows.sort(key=lambda r: -max(r["predicted_s"], r["source_s"]))
+        return rows
+
+    def to_json(self) -> dict[str, Any]:
+        sd = self.sd_s
+        return {
+            "predicted_total_s": self.predicted_total_s,
+            "predicted_mpi_s": self.predicted_mpi_s,
+            "sd_s": sd,
+            "low_s": max(self.predicted_total_s - sd, 0.0),
+            "high_s": self.predicted_total_s + sd,
+            "source_total_s": self.source_total_s,
+            "source_mpi_s": self.source_mpi_s,
+            "ratio": self.predicted_total_s / self.source_total_s if self.source_total_s else None,
+            "compute_factor": self.compute_factor,
+            "region": self.region,
+            "slowest_rank": self.slowest.rank,
+            "calls": self.call_rows(),
+            "ranks": [
+                {
+                    "rank": r.rank,
+                    "source_s": r.measured_s,
+                    "source_mpi_s": r.measured_mpi_s,
+                    "predicted_s": r.predicted_s,
+                    "predicted_mpi_s": r.predicted_mpi_s,
+                    "sd_s": r.sd_s,
+                }
+                for r in self.ranks
+            ],
+            "notes": list(self.notes),
+        }
+
+
+def _mean_size(cs: list[CallResult]) -> float:
+    n = sum(c.messages for c in cs)
+    return sum(c.size * c.messages for c in cs) / n if n else 0.0
+
+
+def _size(entries: list[tuple[float, int]]) -> tuple[float, float]:
+    n = sum(c for _, c in entries)
+    return (sum(s * c for s, c in entries) / n if n else 0.0), float(n)
+
+
+def _split(entries: list[tuple[float, int]], stats: Any, direction: str):
+    """Deferred messages by direction: (sent, received); a mixed call's (Startall: its sends
+    and the receives it started) in the proportion of its bytes each way."""
+    if direction == "send":
+        return entries, []
+    if direction == "recv":
+        return [], entries
+    both = stats.bytes_sent + stats.bytes_recv
+    f = stats.bytes_sent / both if both else 0.5
+    return [(s, n * f) for s, n in entries], [(s, n * (1 - f)) for s, n in entries]
+
+
+def predict_rank(
+    rp: Any, nprocs: int, region_s: float, source: Curves, target: Curves, k: float = 1.0
+) -> RankResult:
+    """One rank: T' = k R + sum over calls of (G - k min(S, t)) (the module's docstring)."""
+    calls: list[CallResult] = []
+    sent_src, recv_src, coll_src = Transfer(), Transfer(), Transfer()
+    sent_tgt, recv_tgt, coll_tgt = Transfer(), Transfer(), Transfer()
+    waits = []
+    for name, st in sorted(rp.calls.items()):
+        if name in WAITS:
+            waits.append((name, st))
+            continue
+        curve = curve_of(name)
+        if curve is None or not st.count:
+            calls.append(
+                CallResult(
+                    name, "carried over", st.count, st.time_s, 0.0, 0.0, k * st.time_s, 0.0
+                )  # fmt: skip
+            )
+            continue
+        entries = call_sizes(name, st, nprocs)
+        src, tgt = transfer(source, curve, entries), transfer(target, curve, entries)
+        if name in DEFERRED_P2P or nonblocking_collective(name):
+            if name in DEFERRED_P2P:
+                s_e, r_e = _split(entries, st, DEFERRED_P2P[name])
+                sent_src.add(transfer(source, curve, s_e))
+                recv_src.add(transfer(source, curve, r_e))
+                sent_tgt.add(transfer(target, curve, s_e))
+                recv_tgt.add(transfer(target, curve, r_e))
+            else:
+                coll_src.add(src)
+                coll_tgt.add(tgt)
+            calls.append(
+                CallResult(
+                    name,
+                    "posting (transfer in waits)",
+                    st.count,
+                    st.time_s,
+                    0.0,
+                    0.0,
+                    k * st.time_s,
+                    0.0,
+                    *_size(entries),
+                    tgt.extrapolated,
+                )  # fmt: skip
+            )
+            continue
+        calls.append(_blocking(name, curve, st.count, st.time_s, src, tgt, k, entries))
+    if waits:
+        src = _larger(sent_src, recv_src)
+        src.add(coll_src)
+        tgt = _larger(sent_tgt, recv_tgt)
+        tgt.add(coll_tgt)
+        total = sum(st.time_s for _, st in waits)
+        for i, (name, st) in enumerate(waits):  # the transfers, shared by measured time
+            share = st.time_s / total if total > 0 else (1.0 if i == 0 else 0.0)
+            calls.append(
+                _blocking(
+                    name,
+                    "waits for nonblocking",
+                    st.count,
+                    st.time_s,
+                    src.scaled(share),
+                    tgt.scaled(share),
+                    k,
+                    [],
+                )  # fmt: skip
+            )
+    measured_mpi = sum(c.measured_s for c in calls)
+    predicted_mpi = sum(c.predicted_s for c in calls)
+    predicted = k * region_s + sum(c.predicted_s - k * c.measured_s for c in calls)
+    sd = math.sqrt(sum(c.sd_s**2 for c in calls))
+    return RankResult(rp.rank, region_s, measured_mpi, max(predicted, 0.0), predicted_mpi, sd,
+                      calls)  # fmt: skip
+
+
+def _larger(a: Transfer, b: Transfer) -> Transfer:
+    return (
+        Transfer(a.t_s, a.var, a.extrapolated)
+        if a.t_s >= b.t_s
+        else Transfer(b.t_s, b.var, b.extrapolated)
+    )
+
+
+def _blocking(
+    name: str, model: str, count: int, t: float, src: Transfer, tgt: Transfer, k: float,
+    entries: list[tuple[float, int]],
+) -> CallResult:  # fmt: skip
+    """A call whose time is its transfer and what it waited beyond it (that carries over)."""
+    wait = max(t - src.t_s, 0.0)
+    # the source's error moves time between transfer and wait: counts only while wait > 0
+    var = tgt.var + (k * k * src.var if wait > 0 else 0.0)
+    return CallResult(
+        name, model, count, t, min(src.t_s, t), tgt.t_s, k * wait + tgt.t_s, math.sqrt(var),
+        *_size(entries), tgt.extrapolated or src.extrapolated,
+    )  # fmt: skip
+
+
+def predict(
+    profile: Any,
+    source: Curves,
+    target: Curves,
+    *,
+    region_s: float | None = None,
+    compute_factor: float = 1.0,
+) -> Prediction:
+    """The run of `profile` on the target. `region_s`: the job's timed region (the record's
+    total_s of a cloudhpc job), the same for every rank; None: each rank's MPI_Init to
+    MPI_Finalize. `compute_factor`: target / source time of the same computation."""
+    if not profile.ranks:
+        raise CloudhpcError("the profile has no ranks to predict from")
+    if not (compute_factor > 0 and math.isfinite(compute_factor)):
+        raise CloudhpcError(f"compute factor must be a positive number, not {compute_factor}")
+    ranks = [
+        predict_rank(
+            rp,
+            profile.nprocs,
+            region_s if region_s is not None else rp.total_s,
+            source,
+            target,
+            compute_factor,
+        )
+        for rp in profile.ranks
+    ]
+    region = "the job's timed region" if region_s is not None else "MPI_Init to MPI_Finalize"
+    pred = Prediction(profile.nprocs, compute_factor, region, ranks)
+    pred.notes = _notes(pred, profile)
+    return pred
+
+
+def _notes(pred: Prediction, profile: Any) -> list[str]:
+    notes = []
+    rows = pred.call_rows()
+    carried = [r for r in rows if r["model"] == "carried over" and r["source_s"] > 0]
+    share = sum(r["source_s"] for r in carried)
+    if carried and pred.source_total_s > 0 and share / pred.source_total_s > 0.01:
+        names = ", ".join(r["call"] for r in carried[:4])
+        notes.append(
+            f"{share / pred.source_total_s:.0%} of the time is in calls without a curve "
+            f"({names}), carried over as measured"
+        )
+    extra = [r["call"] for r in rows if r["extrapolated"]]
+    if extra:
+        notes.append(
+            "beyond the largest size measured (bandwidth-bound, extrapolated linearly): "
+            + ", ".join(extra)
+        )
+    if profile.missing_ranks:
+        notes.append(f"ranks {profile.missing_ranks} wrote no profile; predicted from the others")
+    return notes

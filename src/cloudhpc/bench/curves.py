@@ -1,0 +1,159 @@
+"""A target's curves for `cloudhpc predict` (job "bench.curves"): point-to-point latency and each
+collective's time at the sizes a profile needs, in one short run, and a compute-speed probe.
+
+Quick rather than exhaustive (the full sweeps are `bench pingpong|coll`): per (operation, size)
+one warm-up call, a pilot call that sets the repetitions (a time budget per size, at least
+MIN_REPS), then the repetitions, each timed on its own so that their spread is known. Sizes of
+one operation run smallest first; once a call takes longer than `cap_s` the larger sizes of that
+operation are not measured: there the time is bandwidth-bound and the model extrapolates it
+linearly from the last two sizes (a capped link moves 8 MB in a third of a second at 200 Mbit,
+and IS's 8 MB blocks would otherwise cost the measurement more than the prediction saves).
+
+Operations: "pingpong" (half the round trip between ranks 0 and 1, as `bench pingpong`) and
+the collectives of `bench coll`, whose `bytes` mean what they mean there (IMB: the block per
+process for rooted and all-to-all operations, the whole vector for reductions).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from mpi4py import MPI
+
+from ..context import RunContext
+from ..errors import CloudhpcError
+from .coll import _make_op
+from .ops import OPS, REDUCTIONS
+
+MIN_REPS = 3
+MAX_REPS = 200
+TAG = 11
+
+
+def check_points(points: object) -> dict[str, list[int]]:
+    """{operation: [sizes]} as the job takes it; CloudhpcError (one line) for anything else."""
+    if not isinstance(points, dict) or not points:
+        raise CloudhpcError("bench.curves needs points: {operation: [sizes]}")
+    out = {}
+    for op, sizes in points.items():
+        if op != "pingpong" and op not in OPS:
+            raise CloudhpcError(f"unknown operation {op!r} for curves; known: pingpong, "
+                                f"{', '.join(OPS)}")  # fmt: skip
+        if not isinstance(sizes, list) or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes
+        ):
+            raise CloudhpcError(f"sizes of {op} must be a list of byte counts >= 0")
+        if op in REDUCTIONS and any(s % 4 for s in sizes):
+            raise CloudhpcError(f"{op} sizes must be multiples of 4 (float32 elements)")
+        out[op] = sorted(set(sizes))
+    return out
+
+
+def _pingpong(comm, nbytes: int):
+    buf = np.zeros(nbytes, dtype=np.uint8)
+    rank = comm.Get_rank()
+
+    def call(i: int) -> None:  # one round trip; ranks beyond 1 do nothing
+        if rank == 0:
+            comm.Send(buf, 1, TAG)
+            comm.Recv(buf, 1, TAG)
+        elif rank == 1:
+            comm.Recv(buf, 0, TAG)
+            comm.Send(buf, 0, TAG)
+
+    return call
+
+
+def _timed(call, reps: int, start: int) -> np.ndarray:
+    times = np.empty(reps)
+    wtime = MPI.Wtime
+    for i in range(reps):
+        t0 = wtime()
+        call(start + i)
+        times[i] = wtime() - t0
+    return times
+
+
+def _measure(ctx: RunContext, op: str, nbytes: int, budget_s: float, cap_s: float):
+    """One row: the repetitions' mean and spread, over ranks; and whether the pilot call took
+    longer than cap_s (the larger sizes of this operation are then left to extrapolation)."""
+    comm = ctx.comm
+    call = _pingpong(comm, nbytes) if op == "pingpong" else _make_op(comm, op, nbytes)
+    comm.Barrier()
+    call(0)  # warm-up: connections, registration, first touch of the buffers
+    pilot = comm.allreduce(float(_timed(call, 1, 1)[0]), op=MPI.MAX)
+    slow = pilot > cap_s
+    reps = MIN_REPS if slow else int(min(MAX_REPS, max(MIN_REPS, budget_s / max(pilot, 1e-7))))
+    comm.Barrier()
+    times = _timed(call, reps, 2)
+    if op == "pingpong":
+        times = times / 2  # half the round trip, as bench pingpong
+    mine = (float(times.mean()), float(times.std(ddof=1)) if reps > 1 else 0.0)
+    every = comm.gather(mine, root=0)
+    row = None
+    if ctx.rank == 0:
+        means = [m for m, _ in (every[:1] if op == "pingpong" else every)]
+        sds = [s for _, s in (every[:1] if op == "pingpong" else every)]
+        row = {
+            "op": op,
+            "bytes": nbytes,
+            "repetitions": reps,
+            "t_usec": round(float(np.mean(means)) * 1e6, 4),
+            "t_min_usec": round(min(means) * 1e6, 4),
+            "t_max_usec": round(max(means) * 1e6, 4),
+            "sd_usec": round(float(np.mean(sds)) * 1e6, 4),
+        }
+    return row, slow
+
+
+def compute_probe(repeat: int = 3) -> float:
+    """Seconds of a fixed single-threaded NumPy workload (arithmetic over a 2M-element array,
+    a sort of 256k keys): the best of `repeat`, so that a neighbour's burst counts less. Ratios
+    of it between two machines are the model's compute-speed factor."""
+    rng = np.random.default_rng(1)
+    x = rng.random(2_000_000)
+    keys = rng.integers(0, 1 << 30, 1 << 18)
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        for _ in range(4):
+            np.sqrt(x * x + 1.0).sum()
+        np.sort(keys)
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main(ctx: RunContext) -> dict:
+    points = check_points(ctx.params.get("points"))
+    budget_s = float(ctx.params.get("budget_s", 0.15))
+    cap_s = float(ctx.params.get("cap_s", 0.25))
+    if "pingpong" in points and ctx.size < 2:
+        raise CloudhpcError("pingpong curves need at least 2 ranks")
+    total = sum(len(s) for s in points.values())
+    rows, stopped, done = [], {}, 0
+    with ctx.phase("communicate"):
+        for op, sizes in points.items():
+            for k, nbytes in enumerate(sizes):
+                ctx.progress(done, total, f"{op} {nbytes} B")
+                row, slow = _measure(ctx, op, nbytes, budget_s, cap_s)
+                done += 1
+                if ctx.rank == 0:
+                    rows.append(row)
+                if slow and k + 1 < len(sizes):
+                    stopped[op] = nbytes  # larger sizes: extrapolated from here
+                    done += len(sizes) - k - 1
+                    break
+    probe = None
+    if ctx.params.get("probe", True):
+        with ctx.phase("compute"):
+            ctx.comm.Barrier()
+            probe = ctx.comm.gather(compute_probe(), root=0)
+    ctx.progress(total, total, "done")
+    if ctx.rank != 0:
+        return {}
+    metrics = {"points": len(rows), "operations": len(points)}
+    if probe is not None:
+        metrics["compute_probe_s"] = float(np.mean(probe))
+        metrics["compute_probe_max_s"] = float(np.max(probe))
+    return {"rows": rows, "metrics": metrics, "stopped_at": stopped}
