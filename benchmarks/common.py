@@ -117,10 +117,10 @@ def _rel(path: Path) -> str:
         return str(path)
 
 
-def cli_record(*args: str) -> dict:
-    """`cloudhpc ARGS --json` through the real CLI; its result record (dict). Exits with the
-    error on failure."""
-    cmd = [sys.executable, "-m", "cloudhpc", *args, "--json", "--results", _RECORDS]
+def cli_record(*args: str, tail: tuple[str, ...] = ()) -> dict:
+    """`cloudhpc ARGS --json [TAIL]` through the real CLI; its result record (dict). Exits with
+    the error on failure. `tail`: words that must come last (`profile ... --app APP K=V`)."""
+    cmd = [sys.executable, "-m", "cloudhpc", *args, "--json", "--results", _RECORDS, *tail]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:
         raise SystemExit(f"benchmark run failed: {shlex.join(cmd)}\n{r.stderr}")

@@ -21,7 +21,7 @@ FORMAT = 1  # of the rows and extra fields `bench.curves` records hold
 @dataclass(frozen=True)
 class Point:
     nbytes: int
-    t_s: float  # mean time of one call (pingpong: one way, half the round trip)
+    t_s: float  # time of one call: the median repetition (pingpong: one way, half a round trip)
     sd_s: float  # standard deviation of one repetition
     reps: int
 
@@ -123,7 +123,7 @@ class Curves:
                 by_op.setdefault(str(r["op"]), []).append(
                     Point(
                         int(r["bytes"]),
-                        float(r["t_usec"]) * 1e-6,
+                        float(r.get("t_median_usec", r["t_usec"])) * 1e-6,
                         float(r.get("sd_usec", 0.0)) * 1e-6,
                         int(r.get("repetitions", 1)),
                     )

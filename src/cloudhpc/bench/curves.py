@@ -3,8 +3,10 @@ collective's time at the sizes a profile needs, in one short run, and a compute-
 
 Quick rather than exhaustive (the full sweeps are `bench pingpong|coll`): per (operation, size)
 one warm-up call, a pilot call that sets the repetitions (a time budget per size, at least
-MIN_REPS), then the repetitions, each timed on its own so that their spread is known. Sizes of
-one operation run smallest first; once a call takes longer than `cap_s` the larger sizes of that
+MIN_REPS), then the repetitions, each timed on its own so that their spread is known; a row
+gives their mean and median (over ranks: the mean of each rank's), and the model reads the
+median, which a neighbour's burst on a shared machine moves least. Sizes of one operation run
+smallest first; once a call takes longer than `cap_s` the larger sizes of that
 operation are not measured: there the time is bandwidth-bound and the model extrapolates it
 linearly from the last two sizes (a capped link moves 8 MB in a third of a second at 200 Mbit,
 and IS's 8 MB blocks would otherwise cost the measurement more than the prediction saves).
@@ -89,20 +91,25 @@ def _measure(ctx: RunContext, op: str, nbytes: int, budget_s: float, cap_s: floa
     times = _timed(call, reps, 2)
     if op == "pingpong":
         times = times / 2  # half the round trip, as bench pingpong
-    mine = (float(times.mean()), float(times.std(ddof=1)) if reps > 1 else 0.0)
+    mine = (
+        float(times.mean()),
+        float(np.median(times)),
+        float(times.std(ddof=1)) if reps > 1 else 0.0,
+    )
     every = comm.gather(mine, root=0)
     row = None
     if ctx.rank == 0:
-        means = [m for m, _ in (every[:1] if op == "pingpong" else every)]
-        sds = [s for _, s in (every[:1] if op == "pingpong" else every)]
+        every = every[:1] if op == "pingpong" else every
+        means, medians, sds = (np.array(col) for col in zip(*every, strict=True))
         row = {
             "op": op,
             "bytes": nbytes,
             "repetitions": reps,
-            "t_usec": round(float(np.mean(means)) * 1e6, 4),
-            "t_min_usec": round(min(means) * 1e6, 4),
-            "t_max_usec": round(max(means) * 1e6, 4),
-            "sd_usec": round(float(np.mean(sds)) * 1e6, 4),
+            "t_usec": round(float(means.mean()) * 1e6, 4),
+            "t_median_usec": round(float(medians.mean()) * 1e6, 4),
+            "t_min_usec": round(float(means.min()) * 1e6, 4),
+            "t_max_usec": round(float(means.max()) * 1e6, 4),
+            "sd_usec": round(float(sds.mean()) * 1e6, 4),
         }
     return row, slow
 

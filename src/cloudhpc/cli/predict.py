@@ -228,6 +228,14 @@ def handle(args: argparse.Namespace) -> int:
     (src, src_rec, src_new), (tgt, tgt_rec, tgt_new) = curves["source"], curves["target"]
     k, k_note = _compute_factor(src, tgt)
     prediction = predict(profile, src, tgt, region_s=region_of(record), compute_factor=k)
+    jit = ((record or {}).get("extra") or {}).get("app_jit") or {}
+    if jit.get("cache") == "cold":
+        prediction.notes.insert(
+            0,
+            f"the profiled run compiled {jit.get('compiled')} numba kernels "
+            f"({jit.get('compile_s', 0):.2f} s, in its time and so in the prediction): "
+            "profile it again with numba's cache warm",
+        )
     result = _record(args, profile, record, files, target, prediction, src_rec, tgt_rec,
                      src_new, tgt_new, k_note, price)  # fmt: skip
     if args.json:

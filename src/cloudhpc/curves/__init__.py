@@ -33,7 +33,7 @@ def key_of(job: Job) -> dict[str, Any]:
     cluster's and a throwaway one's run on this machine, named by its host name."""
     links = None
     if job.cluster:
-        links = [h.get("link") for h in job.cluster.get("hosts", [])]
+        links = [h.get("link_bps") for h in job.cluster.get("hosts", [])]
     local = job.cluster is not None or not job.hosts
     return {
         "format": FORMAT,

@@ -264,5 +264,6 @@ def record_body(
         app_body = outcome.result.get("body", {})
         body["app_result"] = app_body.get("metrics", {})
         body["app_timings"] = outcome.result.get("timings", {})  # its own, measured in the job
+        body["app_jit"] = outcome.result.get("jit")  # cold: its times include numba compiling
         body["verified"] = app_body.get("verified")  # the profiled app's own check, if asked
     return body
