@@ -273,9 +273,14 @@ def test_predict_npb_is_class_s(is_profile):
     assert rec["source"]["curves"] != rec["target"]["curves"]
     assert rec["target"]["curves_measured_now"]  # first time: measured
     assert Path(res, rec["id"] + ".json").is_file()
-    again = run_json("predict", "--profile", prof["id"], "--env", "vm-net", "--results", res)
+    again = run_json("predict", "--profile", prof["id"], "--env", "vm-net", "--results", res,
+                     "--instance", "c5.xlarge", "--nodes", "2")  # fmt: skip
     assert again["target"]["curves_measured_now"] == {}  # cached
     assert again["target"]["curves"] == rec["target"]["curves"]
+    cost, t = again["cost"], again["predicted_total_s"]
+    assert cost["usd_per_run"] == pytest.approx(2 * cost["usd_per_hour"] * t / 3600)
+    assert cost["usd_billed_alone"] == pytest.approx(2 * cost["usd_per_hour"] * 60 / 3600)
+    assert again["instance"] == {"type": "c5.xlarge", "nodes": 2}
     table = run_cli("predict", "--profile", "last", "--env", "vm-net", "--results", res)
     assert table.returncode == 0, table.stderr
     assert "MPI_Alltoallv" in table.stdout and "predicted" in table.stdout
@@ -302,3 +307,9 @@ def test_bad_input_one_line(is_profile, tmp_path):
     assert r.returncode == 2
     r = run_cli("predict", "--profile", prof["id"], "--env", "nosuch", "--results", res)
     assert_one_line_error(r, "nosuch")
+    r = run_cli("predict", "--profile", prof["id"], "--env", "vm-net", "--results", res,
+                "--instance", "c5.nosuch", "--nodes", "1")  # fmt: skip
+    assert_one_line_error(r, "c5.nosuch")
+    r = run_cli("predict", "--profile", prof["id"], "--env", "vm-net", "--results", res,
+                "--instance", "c5.xlarge")  # fmt: skip
+    assert_one_line_error(r, "--nodes")

@@ -281,7 +281,7 @@ def _record(args, profile, record, files, target, prediction, src_rec, tgt_rec, 
                                     "compute_factor")}  # fmt: skip
     cost = _cost(price, args.nodes, body) if price is not None else None
     if cost:
-        metrics["predicted_cost_usd"] = cost["cost_usd"]
+        metrics["predicted_usd_per_run"] = cost["usd_per_run"]
     rec = make_record(job, {"metrics": metrics, "rows": body["calls"]})
     rec["predicted_total_s"] = body["predicted_total_s"]
     rec["predicted_mpi_s"] = body["predicted_mpi_s"]
@@ -305,6 +305,7 @@ def _record(args, profile, record, files, target, prediction, src_rec, tgt_rec, 
         "curves_measured_now": tgt_new,
     }
     if cost:
+        rec["instance"] = {"type": price.type, "nodes": args.nodes}  # the records' shared form
         rec["cost"] = cost
     path = write_record(args.results, rec)
     rec["_path"] = str(path)
@@ -312,20 +313,16 @@ def _record(args, profile, record, files, target, prediction, src_rec, tgt_rec, 
 
 
 def _cost(price: Any, nodes: int, body: dict[str, Any]) -> dict[str, Any]:
-    """$ for the predicted time (and its one-sigma range) on `nodes` instances of `price`."""
-    per_s = nodes * price.usd_per_hour / 3600.0
-    t = body["predicted_total_s"]
+    """$ of the predicted time (pro rata and billed alone, analysis/cost.py) on `nodes` instances
+    of `price`, with the one-sd range of the pro rata figure."""
+    from ..analysis.cost import run_cost
+
+    cost = run_cost(body["predicted_total_s"], price, nodes)
     return {
-        "instance": price.type,
+        **cost.as_dict(),
         "provider": price.provider,
-        "nodes": nodes,
-        "usd_per_hour": price.usd_per_hour,
-        "price_date": price.price_date,
-        "cost_usd": per_s * t,
-        "cost_low_usd": per_s * body["low_s"],
-        "cost_high_usd": per_s * body["high_s"],
-        "billed_alone_usd": nodes * price.usd_per_hour * price.billed_seconds(t) / 3600.0,
-        "billing": price.billing,
+        "usd_per_run_low": run_cost(body["low_s"], price, nodes).prorata_usd,
+        "usd_per_run_high": run_cost(body["high_s"], price, nodes).prorata_usd,
     }
 
 
@@ -378,10 +375,11 @@ def render(rec: dict[str, Any], top: int = 12) -> None:
     cost = rec.get("cost")
     if cost:
         lines.append(
-            f"cost on {cost['nodes']} x {cost['instance']} ({cost['provider']}, "
-            f"${cost['usd_per_hour']}/h, {cost['price_date']}): ${cost['cost_usd']:.4f} "
-            f"(${cost['cost_low_usd']:.4f}-${cost['cost_high_usd']:.4f}); billed alone "
-            f"${cost['billed_alone_usd']:.4f} ({cost['billing']})"
+            f"cost on {cost['nodes']} x {cost['instance']} ({cost['provider']} {cost['region']}, "
+            f"${cost['usd_per_hour']}/h, prices of {cost['price_date']}): "
+            f"${cost['usd_per_run']:.4g} per run pro rata (${cost['usd_per_run_low']:.4g} to "
+            f"${cost['usd_per_run_high']:.4g}); ${cost['usd_billed_alone']:.4g} billed alone "
+            f"({cost['billing']})"
         )
     for line in lines:
         out.print(line, highlight=False, markup=False)
