@@ -41,7 +41,10 @@ SIZES = [0, 4, 1024, 4 * MB, 8 * MB, 16 * MB]
 
 def env(alpha: float, per_byte: float, sd: float = 0.0, probe: float | None = None) -> Curves:
     ops = ("pingpong", "alltoallv", "allreduce", "barrier", "bcast")
-    return Curves({op: linear(op, alpha, per_byte, SIZES, sd) for op in ops}, probe)
+    curves = {op: linear(op, alpha, per_byte, SIZES, sd) for op in ops}
+    # an exchange costs more than one way: both directions of the link are busy
+    curves["sendrecv"] = linear("sendrecv", 1.5 * alpha, 1.2 * per_byte, SIZES, sd)
+    return Curves(curves, probe)
 
 
 SRC = env(1e-6, 1e-10)  # 10 GB/s, 1 us
@@ -175,11 +178,58 @@ def test_nonblocking_messages_are_transferred_in_the_waits():
     pred = predict(Profile(2, [rank(0, 1.0, calls)]), SRC, TGT)
     rows = {r["call"]: r for r in pred.call_rows()}
     assert rows["MPI_Isend"]["predicted_s"] == pytest.approx(4e-6)  # posting: as measured
-    # full duplex: the larger direction, not the sum
-    assert rows["MPI_Waitall"]["target_transfer_s"] == pytest.approx(4 * t(TGT, "pingpong", MB))
-    assert rows["MPI_Waitall"]["wait_s"] == pytest.approx(0.05)
-    delta = 4 * (t(TGT, "pingpong", MB) - t(SRC, "pingpong", MB))
+    # an exchange: 4 messages each way on the sendrecv curve (not 8 one-way transfers)
+    assert rows["MPI_Waitall"]["target_transfer_s"] == pytest.approx(4 * t(TGT, "sendrecv", MB))
+    assert rows["MPI_Waitall"]["model"] == "waits: nonblocking (sendrecv)"
+    assert rows["MPI_Waitall"]["wait_s"] == pytest.approx(
+        measured_wait - 4 * t(SRC, "sendrecv", MB)
+    )
+    delta = 4 * (t(TGT, "sendrecv", MB) - t(SRC, "sendrecv", MB))
     assert pred.predicted_total_s == pytest.approx(1.0 + delta)
+
+
+def test_one_way_nonblocking_messages_on_pingpong():
+    calls = {"MPI_Isend": stats(3, 3e-6, sent=3 * 1024, hist={1024: 3}),
+             "MPI_Wait": stats(3, 3 * t(SRC, "pingpong", 1024))}  # fmt: skip
+    pred = predict(Profile(2, [rank(0, 1.0, calls)]), SRC, TGT)
+    rows = {r["call"]: r for r in pred.call_rows()}
+    assert rows["MPI_Wait"]["model"] == "waits: nonblocking (pingpong)"
+    assert rows["MPI_Wait"]["predicted_s"] == pytest.approx(3 * t(TGT, "pingpong", 1024))
+
+
+def test_sendrecv_on_the_exchange_curve():
+    calls = {"MPI_Sendrecv": stats(10, 10 * t(SRC, "sendrecv", 8), 80, 80, {8: 10})}
+    pred = predict(Profile(2, [rank(0, 1.0, calls)]), SRC, TGT)
+    assert pred.call_rows()[0]["model"] == "sendrecv"
+    assert pred.predicted_total_s == pytest.approx(
+        1.0 + 10 * (t(TGT, "sendrecv", 8) - t(SRC, "sendrecv", 8))
+    )
+    assert needed_points(Profile(2, [rank(0, 1.0, calls)])) == {"sendrecv": [8]}
+
+
+def test_waiting_off_the_cores_overlaps_the_transfer():
+    # a rank off its cores half its time (cpu_s = total_s / 2) waited 10 ms in each call
+    w = 0.01
+    calls = {"MPI_Allreduce": stats(100, 100 * (t(SRC, "allreduce", 1024) + w), 102400, 102400,
+                                    {1024: 100})}  # fmt: skip
+    rp = rank(0, 4.0, calls)
+    rp.cpu_s = 2.0
+    g = t(TGT, "allreduce", 1024)  # 141 us: hidden in the 5 ms spent off the core
+    pred = predict(Profile(2, [rp]), SRC, TGT)
+    row = pred.call_rows()[0]
+    assert row["predicted_s"] == pytest.approx(100 * (w / 2 + max(w / 2, g)))
+    assert pred.ranks[0].off_cpu == pytest.approx(0.5)
+    assert any("off their cores" in n for n in pred.notes)
+    big = {"MPI_Allreduce": stats(10, 10 * (t(SRC, "allreduce", 4 * MB) + w), 40 * MB, 40 * MB,
+                                  {4 * MB: 10})}  # fmt: skip
+    rp = rank(0, 4.0, big)
+    rp.cpu_s = 2.0
+    g = t(TGT, "allreduce", 4 * MB)  # 168 ms: longer than the time off the core
+    row = predict(Profile(2, [rp]), SRC, TGT).call_rows()[0]
+    assert row["predicted_s"] == pytest.approx(10 * (w / 2 + g))
+    rp.cpu_s = None  # an older profile: all of the waiting is imbalance
+    row = predict(Profile(2, [rp]), SRC, TGT).call_rows()[0]
+    assert row["predicted_s"] == pytest.approx(10 * (w + g))
 
 
 def test_calls_without_a_curve_carry_over():
@@ -260,6 +310,9 @@ def test_predict_npb_is_class_s(is_profile):
     rec = run_json("predict", "--profile", prof["id"][:20], "--env", "vm-net", "-n", "2",
                    "--results", res)  # fmt: skip
     assert rec["app"] == "predict" and rec["predicted_total_s"] > 0
+    pj = json.loads(Path(prof["outputs"][0]).read_text())  # the profiler's CPU time per rank
+    assert all(0 < r["cpu_s"] < 4 * r["total_s"] for r in pj["ranks"])
+    assert all(0 <= r["off_cpu"] <= 1 for r in rec["prediction"]["ranks"])
     assert rec["predicted_mpi_s"] > 0
     p = rec["prediction"]
     assert p["source_total_s"] == pytest.approx(prof["extra"]["app_timings"]["total_s"])

@@ -4,22 +4,28 @@ environments' micro-benchmark curves (no run on the target; docs/predict.md).
 Each MPI call's time on the source splits into the transfer the source's curve gives for the
 call's message sizes, and the rest, which is waiting (for a rank that arrived later, a message
 not yet sent: imbalance) or overhead. On the target the transfer comes from the target's curve
-at the same sizes (point-to-point from ping-pong, each collective from its own curve at that P)
-and the waiting carries over; the time outside MPI carries over, scaled by the compute-speed
-factor k when the target's hosts are other machines. Per rank r:
+at the same sizes (blocking sends and receives from ping-pong, exchanges from IMB's Sendrecv,
+each collective from its own curve at that P) and the waiting carries over; the time outside
+MPI carries over, scaled by the compute-speed factor k when the target's hosts are other
+machines. Per rank r:
 
     T_r' = k (R_r - M_r) + sum over calls c of [ k max(t_c - S_c, 0) + G_c ]
          = k R_r + sum over c of [ G_c - k min(S_c, t_c) ]
 
 with R_r the rank's measured time (the job's timed region for a cloudhpc job, else MPI_Init to
 MPI_Finalize), M_r its MPI time, t_c a call's measured time, S_c and G_c its transfer time on
-the source's and the target's curves. The prediction is the slowest rank's T_r'. Nonblocking
-and persistent messages are posted at the cost measured and transferred in the wait family
-(Wait*, Test*), the larger of what a rank sends and receives there (full duplex). Calls with no
-curve (communicator management, MPI-IO, one-sided, probes, MPI_Init) carry over as measured.
+the source's and the target's curves. The prediction is the slowest rank's T_r'.
+
+A rank that was off its cores a share f of its time (the profile's total_s - cpu_s: more
+processes than cores) spent that share of its waiting without a core, while its messages could
+travel: a call's term becomes k (1 - f) w + max(f w, G_c), with w = max(t_c - S_c, 0); f is 0
+on a machine with a core per rank. Nonblocking and persistent messages are posted at the cost
+measured and transferred in the wait family (Wait*, Test*): a rank's messages both ways as
+exchanges (Sendrecv curve), one way on ping-pong. Calls with no curve (communicator
+management, MPI-IO, one-sided, probes, MPI_Init) carry over as measured.
 
 Uncertainty (one standard deviation): the curves' repetitions (the spread of one call, and the
-uncertainty of the curve's mean at that size, over every call) and the spread of the ranks'
+uncertainty of the curve's median at that size, over every call) and the spread of the ranks'
 predictions, which a synchronised program should not have. The model's own assumptions
 (no contention between ranks beyond what the collective curves saw, no overlap of computation
 with transfers, the same protocol switch points on both sides) are not in that figure.
@@ -59,9 +65,11 @@ COLLECTIVES: dict[str, tuple[str, str]] = {
     "MPI_Reduce_scatter_block": ("reduce_scatter", "hist"),
 }
 REDUCTION_CURVES = {"reduce", "allreduce", "reduce_scatter"}  # float32 elements: multiples of 4
+# blocking point-to-point -> its curve: one way (ping-pong), or an exchange (IMB Sendrecv)
 BLOCKING_P2P = {
-    "MPI_Send", "MPI_Ssend", "MPI_Rsend", "MPI_Bsend", "MPI_Recv", "MPI_Mrecv",
-    "MPI_Sendrecv", "MPI_Sendrecv_replace",
+    "MPI_Send": "pingpong", "MPI_Ssend": "pingpong", "MPI_Rsend": "pingpong",
+    "MPI_Bsend": "pingpong", "MPI_Recv": "pingpong", "MPI_Mrecv": "pingpong",
+    "MPI_Sendrecv": "sendrecv", "MPI_Sendrecv_replace": "sendrecv",
 }  # fmt: skip
 # posted here, transferred in the wait family; the direction of their histogram's messages
 DEFERRED_P2P = {
@@ -75,6 +83,7 @@ WAITS = {
     "MPI_Test", "MPI_Testall", "MPI_Testany", "MPI_Testsome",
 }  # fmt: skip
 PINGPONG = "pingpong"
+SENDRECV = "sendrecv"
 
 
 def nonblocking_collective(name: str) -> tuple[str, str] | None:
@@ -85,8 +94,11 @@ def nonblocking_collective(name: str) -> tuple[str, str] | None:
 
 
 def curve_of(name: str) -> str | None:
-    """The curve a call's transfer time comes from (None: carried over as measured)."""
-    if name in BLOCKING_P2P or name in DEFERRED_P2P:
+    """The curve a call's transfer time comes from (None: carried over as measured; a
+    nonblocking message's curve depends on the rank's other messages: deferred_plan)."""
+    if name in BLOCKING_P2P:
+        return BLOCKING_P2P[name]
+    if name in DEFERRED_P2P:
         return PINGPONG
     if name in COLLECTIVES:
         return COLLECTIVES[name][0]
@@ -145,15 +157,43 @@ def grid_points(nbytes: float, reduction: bool = False) -> list[int]:
 def needed_points(profile: Any) -> dict[str, list[int]]:
     """Every (curve, size) the model will read for this profile: what to measure."""
     need: dict[str, set[int]] = {}
+
+    def add(curve: str, entries: list[tuple[float, float]]) -> None:
+        for size, _ in entries:
+            need.setdefault(curve, set()).update(grid_points(size, curve in REDUCTION_CURVES))
+
     for rp in profile.ranks:
         for name, stats in rp.calls.items():
             curve = curve_of(name)
-            if curve is None or not stats.count:
+            if curve is None or not stats.count or name in DEFERRED_P2P:
                 continue
-            for size, _ in call_sizes(name, stats, profile.nprocs):
-                pts = grid_points(size, curve in REDUCTION_CURVES)
-                need.setdefault(curve, set()).update(pts)
+            add(curve, call_sizes(name, stats, profile.nprocs))
+        plan = deferred_plan(rp, profile.nprocs)
+        add(plan.curve, plan.sent)
+        add(plan.curve, plan.received)
     return {op: sorted(s) for op, s in sorted(need.items())}
+
+
+@dataclass
+class DeferredPlan:
+    """A rank's nonblocking point-to-point messages, transferred in its waits: sent and received
+    (size, messages); an exchange (both ways) on the sendrecv curve, one way on ping-pong."""
+
+    curve: str
+    sent: list[tuple[float, float]]
+    received: list[tuple[float, float]]
+
+
+def deferred_plan(rp: Any, nprocs: int) -> DeferredPlan:
+    sent: list[tuple[float, float]] = []
+    received: list[tuple[float, float]] = []
+    for name, st in sorted(rp.calls.items()):
+        if name in DEFERRED_P2P and st.count:
+            s_e, r_e = _split(call_sizes(name, st, nprocs), st, DEFERRED_P2P[name])
+            sent += s_e
+            received += r_e
+    both = sum(n for _, n in sent) > 0 and sum(n for _, n in received) > 0
+    return DeferredPlan(SENDRECV if both else PINGPONG, sent, received)
 
 
 # ---- the model ----------------------------------------------------------------------------
@@ -215,6 +255,7 @@ class RankResult:
     predicted_mpi_s: float
     sd_s: float
     calls: list[CallResult]
+    off_cpu: float = 0.0  # share of its time the rank was off its cores (total_s - cpu_s)
 
 
 @dataclass
@@ -303,6 +344,7 @@ class Prediction:
                     "predicted_s": r.predicted_s,
                     "predicted_mpi_s": r.predicted_mpi_s,
                     "sd_s": r.sd_s,
+                    "off_cpu": r.off_cpu,
                 }
                 for r in self.ranks
             ],
@@ -337,75 +379,53 @@ def predict_rank(
 ) -> RankResult:
     """One rank: T' = k R + sum over calls of (G - k min(S, t)) (the module's docstring)."""
     calls: list[CallResult] = []
-    sent_src, recv_src, coll_src = Transfer(), Transfer(), Transfer()
-    sent_tgt, recv_tgt, coll_tgt = Transfer(), Transfer(), Transfer()
+    coll_src, coll_tgt = Transfer(), Transfer()
     waits = []
+    off = off_cpu_share(rp)
     for name, st in sorted(rp.calls.items()):
+        curve = curve_of(name)
         if name in WAITS:
             waits.append((name, st))
-            continue
-        curve = curve_of(name)
-        if curve is None or not st.count:
-            calls.append(
-                CallResult(
-                    name, "carried over", st.count, st.time_s, 0.0, 0.0, k * st.time_s, 0.0
-                )  # fmt: skip
-            )
-            continue
-        entries = call_sizes(name, st, nprocs)
-        src, tgt = transfer(source, curve, entries), transfer(target, curve, entries)
-        if name in DEFERRED_P2P or nonblocking_collective(name):
-            if name in DEFERRED_P2P:
-                s_e, r_e = _split(entries, st, DEFERRED_P2P[name])
-                sent_src.add(transfer(source, curve, s_e))
-                recv_src.add(transfer(source, curve, r_e))
-                sent_tgt.add(transfer(target, curve, s_e))
-                recv_tgt.add(transfer(target, curve, r_e))
-            else:
+        elif curve is None or not st.count:
+            calls.append(_carried(name, st, "carried over", k))
+        elif name in DEFERRED_P2P:  # priced with the rank's other messages, in its waits
+            calls.append(_carried(name, st, "posting (transfer in waits)", k, nprocs))
+        else:
+            entries = call_sizes(name, st, nprocs)
+            src, tgt = transfer(source, curve, entries), transfer(target, curve, entries)
+            if nonblocking_collective(name):
                 coll_src.add(src)
                 coll_tgt.add(tgt)
-            calls.append(
-                CallResult(
-                    name,
-                    "posting (transfer in waits)",
-                    st.count,
-                    st.time_s,
-                    0.0,
-                    0.0,
-                    k * st.time_s,
-                    0.0,
-                    *_size(entries),
-                    tgt.extrapolated,
-                )  # fmt: skip
-            )
-            continue
-        calls.append(_blocking(name, curve, st.count, st.time_s, src, tgt, k, entries))
+                calls.append(_carried(name, st, "posting (transfer in waits)", k, nprocs))
+            else:
+                calls.append(_blocking(name, curve, st.count, st.time_s, src, tgt, k, entries,
+                                       off))  # fmt: skip
     if waits:
-        src = _larger(sent_src, recv_src)
+        plan = deferred_plan(rp, nprocs)
+        src = _larger(transfer(source, plan.curve, plan.sent),
+                      transfer(source, plan.curve, plan.received))  # fmt: skip
         src.add(coll_src)
-        tgt = _larger(sent_tgt, recv_tgt)
+        tgt = _larger(transfer(target, plan.curve, plan.sent),
+                      transfer(target, plan.curve, plan.received))  # fmt: skip
         tgt.add(coll_tgt)
         total = sum(st.time_s for _, st in waits)
+        model = f"waits: nonblocking ({plan.curve})"
         for i, (name, st) in enumerate(waits):  # the transfers, shared by measured time
             share = st.time_s / total if total > 0 else (1.0 if i == 0 else 0.0)
-            calls.append(
-                _blocking(
-                    name,
-                    "waits for nonblocking",
-                    st.count,
-                    st.time_s,
-                    src.scaled(share),
-                    tgt.scaled(share),
-                    k,
-                    [],
-                )  # fmt: skip
-            )
+            calls.append(_blocking(name, model, st.count, st.time_s, src.scaled(share),
+                                   tgt.scaled(share), k, [], off))  # fmt: skip
     measured_mpi = sum(c.measured_s for c in calls)
     predicted_mpi = sum(c.predicted_s for c in calls)
     predicted = k * region_s + sum(c.predicted_s - k * c.measured_s for c in calls)
     sd = math.sqrt(sum(c.sd_s**2 for c in calls))
     return RankResult(rp.rank, region_s, measured_mpi, max(predicted, 0.0), predicted_mpi, sd,
-                      calls)  # fmt: skip
+                      calls, off)  # fmt: skip
+
+
+def _carried(name: str, st: Any, model: str, k: float, nprocs: int = 0) -> CallResult:
+    """A call whose time carries over as measured (scaled with the computation)."""
+    sizes = _size(call_sizes(name, st, nprocs)) if nprocs else (0.0, 0.0)
+    return CallResult(name, model, st.count, st.time_s, 0.0, 0.0, k * st.time_s, 0.0, *sizes)
 
 
 def _larger(a: Transfer, b: Transfer) -> Transfer:
@@ -418,16 +438,29 @@ def _larger(a: Transfer, b: Transfer) -> Transfer:
 
 def _blocking(
     name: str, model: str, count: int, t: float, src: Transfer, tgt: Transfer, k: float,
-    entries: list[tuple[float, int]],
+    entries: list[tuple[float, int]], off_cpu: float = 0.0,
 ) -> CallResult:  # fmt: skip
-    """A call whose time is its transfer and what it waited beyond it (that carries over)."""
+    """A call whose time is its transfer and what it waited beyond it (that carries over).
+    `off_cpu`: the share of the rank's time it was off its cores; that share of the waiting
+    overlaps the target's transfer (the messages travel while the rank waits for a core)."""
     wait = max(t - src.t_s, 0.0)
+    lost = off_cpu * wait
+    predicted = k * (wait - lost) + max(lost, tgt.t_s)
     # the source's error moves time between transfer and wait: counts only while wait > 0
     var = tgt.var + (k * k * src.var if wait > 0 else 0.0)
     return CallResult(
-        name, model, count, t, min(src.t_s, t), tgt.t_s, k * wait + tgt.t_s, math.sqrt(var),
+        name, model, count, t, min(src.t_s, t), tgt.t_s, predicted, math.sqrt(var),
         *_size(entries), tgt.extrapolated or src.extrapolated,
     )  # fmt: skip
+
+
+def off_cpu_share(rp: Any) -> float:
+    """The share of a rank's time it was off its cores (total_s - cpu_s): 0 without cpu_s
+    (older profiles) or when its threads used more CPU than wall time."""
+    cpu = getattr(rp, "cpu_s", None)
+    if cpu is None or rp.total_s <= 0:
+        return 0.0
+    return min(max(1.0 - cpu / rp.total_s, 0.0), 1.0)
 
 
 def predict(
@@ -478,6 +511,13 @@ def _notes(pred: Prediction, profile: Any) -> list[str]:
         notes.append(
             "beyond the largest size measured (bandwidth-bound, extrapolated linearly): "
             + ", ".join(extra)
+        )
+    off = max(r.off_cpu for r in pred.ranks)
+    if off > 0.05:
+        notes.append(
+            f"ranks were off their cores up to {off:.0%} of the time (total_s - cpu_s: more "
+            "processes than cores); that share of their waiting is taken to overlap the "
+            "target's transfers"
         )
     if profile.missing_ranks:
         notes.append(f"ranks {profile.missing_ranks} wrote no profile; predicted from the others")

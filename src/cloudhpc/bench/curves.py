@@ -11,7 +11,9 @@ operation are not measured: there the time is bandwidth-bound and the model extr
 linearly from the last two sizes (a capped link moves 8 MB in a third of a second at 200 Mbit,
 and IS's 8 MB blocks would otherwise cost the measurement more than the prediction saves).
 
-Operations: "pingpong" (half the round trip between ranks 0 and 1, as `bench pingpong`) and
+Operations: "pingpong" (half the round trip between ranks 0 and 1, as `bench pingpong`),
+"sendrecv" (IMB's Sendrecv: every rank sends to its right neighbour and receives from its left
+at once, time per call: the exchanges of halo and CG codes, both directions of a link busy) and
 the collectives of `bench coll`, whose `bytes` mean what they mean there (IMB: the block per
 process for rooted and all-to-all operations, the whole vector for reductions).
 """
@@ -31,6 +33,7 @@ from .ops import OPS, REDUCTIONS
 MIN_REPS = 3
 MAX_REPS = 200
 TAG = 11
+P2P = ("pingpong", "sendrecv")
 
 
 def check_points(points: object) -> dict[str, list[int]]:
@@ -39,9 +42,9 @@ def check_points(points: object) -> dict[str, list[int]]:
         raise CloudhpcError("bench.curves needs points: {operation: [sizes]}")
     out = {}
     for op, sizes in points.items():
-        if op != "pingpong" and op not in OPS:
-            raise CloudhpcError(f"unknown operation {op!r} for curves; known: pingpong, "
-                                f"{', '.join(OPS)}")  # fmt: skip
+        if op not in P2P and op not in OPS:
+            raise CloudhpcError(f"unknown operation {op!r} for curves; known: "
+                                f"{', '.join((*P2P, *OPS))}")  # fmt: skip
         if not isinstance(sizes, list) or not all(
             isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in sizes
         ):
@@ -67,6 +70,13 @@ def _pingpong(comm, nbytes: int):
     return call
 
 
+def _sendrecv(comm, nbytes: int):
+    send, recv = np.zeros(nbytes, dtype=np.uint8), np.zeros(nbytes, dtype=np.uint8)
+    rank, size = comm.Get_rank(), comm.Get_size()
+    right, left = (rank + 1) % size, (rank - 1) % size
+    return lambda i: comm.Sendrecv(send, right, TAG, recv, left, TAG)
+
+
 def _timed(call, reps: int, start: int) -> np.ndarray:
     times = np.empty(reps)
     wtime = MPI.Wtime
@@ -81,7 +91,12 @@ def _measure(ctx: RunContext, op: str, nbytes: int, budget_s: float, cap_s: floa
     """One row: the repetitions' mean and spread, over ranks; and whether the pilot call took
     longer than cap_s (the larger sizes of this operation are then left to extrapolation)."""
     comm = ctx.comm
-    call = _pingpong(comm, nbytes) if op == "pingpong" else _make_op(comm, op, nbytes)
+    if op == "pingpong":
+        call = _pingpong(comm, nbytes)
+    elif op == "sendrecv":
+        call = _sendrecv(comm, nbytes)
+    else:
+        call = _make_op(comm, op, nbytes)
     comm.Barrier()
     call(0)  # warm-up: connections, registration, first touch of the buffers
     pilot = comm.allreduce(float(_timed(call, 1, 1)[0]), op=MPI.MAX)
@@ -135,8 +150,8 @@ def main(ctx: RunContext) -> dict:
     points = check_points(ctx.params.get("points"))
     budget_s = float(ctx.params.get("budget_s", 0.15))
     cap_s = float(ctx.params.get("cap_s", 0.25))
-    if "pingpong" in points and ctx.size < 2:
-        raise CloudhpcError("pingpong curves need at least 2 ranks")
+    if any(op in points for op in P2P) and ctx.size < 2:
+        raise CloudhpcError("point-to-point curves need at least 2 ranks")
     total = sum(len(s) for s in points.values())
     rows, stopped, done = [], {}, 0
     with ctx.phase("communicate"):

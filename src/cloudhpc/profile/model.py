@@ -172,6 +172,7 @@ class RankProfile:
     raw_sites: list[dict[str, Any]] = field(default_factory=list)
     raw_modules: list[dict[str, Any]] = field(default_factory=list)
     callsite_depth: int = 0
+    cpu_s: float | None = None  # the process's CPU time over total_s (None: an older profile)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -182,6 +183,7 @@ class RankProfile:
             "aborted": self.aborted,
             "total_s": self.total_s,
             "mpi_s": self.mpi_s,
+            **({"cpu_s": self.cpu_s} if self.cpu_s is not None else {}),
             "calls": {k: v.to_json() for k, v in self.calls.items()},
             "p2p": {
                 "sent_msgs": self.sent_msgs,
@@ -205,6 +207,7 @@ class RankProfile:
             rank=int(d["rank"]),
             total_s=float(d["total_s"]),
             mpi_s=float(d["mpi_s"]),
+            cpu_s=float(d["cpu_s"]) if d.get("cpu_s") is not None else None,
             calls={k: CallStats.from_json(v) for k, v in d.get("calls", {}).items()},
             sent_msgs=list(p2p.get("sent_msgs", [])),
             sent_bytes=list(p2p.get("sent_bytes", [])),

@@ -96,6 +96,9 @@ static int initialized, world_rank = -1, world_size;
 /* At MPI_Init: the tick counter, CLOCK_MONOTONIC and CLOCK_REALTIME (seconds) */
 static tick_t tick_init;
 static double mono_init, wall_init;
+/* and the process's CPU time (every thread): total_s - cpu_s is time the rank was off its cores
+ * (another process had them, or it slept), which `cloudhpc predict` needs to know */
+static double cpu_init;
 static double tick_s = 1e-9; /* seconds per tick, calibrated when the profile is written */
 static int use_tsc;
 static MPI_Group world_group = MPI_GROUP_NULL;
@@ -153,6 +156,7 @@ static void start_clock(void) {
     tick_init = now();
     mono_init = clock_s(CLOCK_MONOTONIC);
     wall_init = clock_s(CLOCK_REALTIME);
+    cpu_init = clock_s(CLOCK_PROCESS_CPUTIME_ID);
 }
 
 /* Seconds per TSC tick over [MPI_Init, now]; waits until 20 ms have passed for a usable rate. */
@@ -959,10 +963,11 @@ static void write_profile(int complete, int aborted, tick_t t_end) {
     fprintf(f,
             ",\"pid\":%d,\"complete\":%s,\"aborted\":%s,"
             "\"clock\":\"%s\",\"tick_s\":%.6e,\"t_init\":%.9f,\"t_init_wall\":%.6f,"
-            "\"total_s\":%.9e,\"mpi_s\":%.9e,\n\"calls\":{",
+            "\"total_s\":%.9e,\"mpi_s\":%.9e,\"cpu_s\":%.9e,\n\"calls\":{",
             (int)getpid(), complete ? "true" : "false", aborted ? "true" : "false",
             use_tsc ? "tsc" : "monotonic", tick_s, mono_init, wall_init,
-            (double)(t_end - tick_init) * tick_s, mpi);
+            (double)(t_end - tick_init) * tick_s, mpi,
+            clock_s(CLOCK_PROCESS_CPUTIME_ID) - cpu_init);
     int first = 1;
     for (int i = 0; i < NFUNC; i++) {
         stat_t *x = &stats[i];
