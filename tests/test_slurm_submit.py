@@ -201,3 +201,54 @@ def test_a_job_ended_at_its_time_limit_is_recorded_as_timeout(time_limit_job):
     assert rec["status"] == "timeout" and rec["exit_code"] == 143
     assert rec["launch"]["slurm"]["job_id"] == job_id and rec["app"] == "files"
     assert not _job_processes(job_id)
+
+
+CAMPAIGN = """\
+name = "slurmtest"
+repetitions = 1
+[[workload]]
+name = "ep"
+command = "npb ep --class S"
+[matrix]
+nprocs = [2, 1]
+"""
+
+
+def test_a_campaign_as_array_jobs_resumes_by_job_state(slurm, tmp_path):
+    """Two shapes of resources, two array jobs; one cancelled before it ran is submitted again,
+    and only it; every run recorded with the campaign's run."""
+    (tmp_path / "c.toml").write_text(CAMPAIGN)
+    hold = subprocess.run(  # the node's CPUs busy for a while: the campaign's jobs wait
+        ["sbatch", "--parsable", "-n", "2", "--wrap", "sleep 30"],
+        env={**os.environ, **slurm.env}, capture_output=True, text=True, check=True, timeout=30,
+    )  # fmt: skip
+    blocker = hold.stdout.strip()
+    r = cli(slurm.env, "campaign", "run", "c.toml", "--submit", "--time", "5", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    two, one = r.stdout.split()  # nprocs=2's array job, then nprocs=1's
+    assert "2 runs submitted as array jobs" in r.stderr
+    jobs = {e.name: json.loads((e / "job.json").read_text())
+            for e in (tmp_path / "cloudhpc-results" / "jobs").iterdir()}  # fmt: skip
+    assert sorted(len(e["tasks"]) for e in jobs.values()) == [1, 1]
+    run_id = next(iter(jobs.values()))["campaign"]["run"]
+    again = cli(slurm.env, "campaign", "run", "c.toml", "--submit", cwd=tmp_path)
+    assert again.returncode == 0 and again.stdout == "", again.stderr
+    assert "nothing to submit" in again.stderr and "2 queued or running" in again.stderr
+    env = {**os.environ, **slurm.env}
+    subprocess.run(["scancel", one], env=env, check=True, timeout=30)  # still pending
+    subprocess.run(["scancel", blocker], env=env, check=True, timeout=30)
+    third = cli(slurm.env, "campaign", "run", "c.toml", "--submit", cwd=tmp_path)
+    assert third.returncode == 0, third.stderr
+    (resubmitted,) = third.stdout.split()
+    assert "1 run submitted" in third.stderr and f"run {run_id}" in third.stderr
+    rows = {row["job"].split("_")[0]: row for row in wait_jobs(slurm.env, tmp_path)}
+    assert rows[two]["state"] == rows[resubmitted]["state"] == "COMPLETED", rows
+    assert rows[one]["state"] in ("CANCELLED", "UNKNOWN") and rows[one]["records"] == []
+    status = cli(slurm.env, "campaign", "status", "c.toml", "--json", cwd=tmp_path)
+    summary = json.loads(status.stdout)
+    assert summary["run"] == run_id and (summary["ok"], summary["missing"]) == (2, 0)
+    for run in summary["runs"]:
+        rec = record(tmp_path, run["record"])
+        assert rec["verified"] is True and rec["campaign"]["run"] == run_id
+        assert rec["launch"]["slurm"]["array_job_id"] in (two, resubmitted)
+        assert rec["nprocs"] == run["cell"]["nprocs"]

@@ -99,6 +99,32 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     r.add_argument(
         "--json", action="store_true", help="the summary (or with --dry-run the runs) as JSON"
     )
+    b = r.add_argument_group("Slurm batch jobs")
+    b.add_argument(
+        "--submit",
+        action="store_true",
+        help="submit the missing runs to Slurm instead of running them here: one array job "
+        "per shape of resources (a task per run), each task recording its run as a local one "
+        "would; running it again submits only the runs with no record and no task queued or "
+        "running (`cloudhpc jobs`, `campaign status` follow them; docs/slurm.md)",
+    )
+    b.add_argument("--partition", metavar="P", help="the partition (default: Slurm's default)")
+    b.add_argument(
+        "--time", metavar="HH:MM:SS", help="each task's time limit (a run it stops: `timeout`)"
+    )
+    b.add_argument("--account", metavar="A", help="the account to charge")
+    b.add_argument(
+        "--run-id",
+        metavar="RUN",
+        help="the campaign run the records belong to (the batch jobs of --submit pass it)",
+    )
+    b.add_argument(
+        "--run-index",
+        type=int,
+        metavar="N",
+        help="run only the campaign's run number N, in the campaign's order from 0 (what each "
+        "task of a --submit array job does)",
+    )
     r.add_argument(
         "-v",
         "--verbose",
@@ -306,13 +332,28 @@ def _state(plan: CampaignPlan) -> tuple[State, list[dict]]:
 
 
 def handle_run(args: argparse.Namespace) -> int:
+    from ..campaign import slurm as batch_campaign
+    from ..launch.batch import SubmitOptions, check_options
+
+    opts = SubmitOptions(args.partition, args.time, args.account)
+    check_options(args.submit, opts)
+    if args.run_index is not None and not args.run_id:
+        raise CloudhpcError("--run-index needs --run-id (the campaign run it belongs to)")
     campaign = read_campaign(args.file)
     plan = plan_campaign(campaign, CliReader(), args.results)
+    if args.run_index is not None:
+        return _run_one(plan, args.run_index, args.run_id)
     state, records = _state(plan)
     if args.fresh:
         state = State(None, {}, state.older_records + len(state.done))
     todo = to_run(plan, state, args.retry_failed)
-    run_id = state.run_id or new_run_id()
+    # the run that counts: the newest with records or with jobs submitted (not yet recorded)
+    runs = [state.run_id, args.run_id]
+    if not args.fresh:
+        runs.append(batch_campaign.submitted_run(plan.results, campaign.name))
+    run_id = max((r for r in runs if r), default=None) or new_run_id()
+    if args.submit:
+        return _submit(plan, state, todo, run_id, opts, args)
     if args.dry_run:
         return _dry_run(plan, state, todo, run_id, args.json)
     if todo:
@@ -370,6 +411,71 @@ def handle_run(args: argparse.Namespace) -> int:
                 markup=False,
             )
     return 1 if failed else 0
+
+
+def _run_one(plan: CampaignPlan, index: int, run_id: str) -> int:
+    """--run-index N: the campaign's run number N alone (a task of a --submit array job)."""
+    from ..campaign.runner import LocalRunner, annotation
+
+    if not 0 <= index < len(plan.runs):
+        raise CloudhpcError(
+            f"--run-index {index} is out of range: the campaign has {len(plan.runs)} runs"
+        )
+    planned = plan.runs[index]
+    what = f"{planned.workload} {cell_label(planned.cell)} repetition {planned.repetition}"
+    err.print(f"campaign {plan.campaign.name} (run {run_id}): {what}", highlight=False)
+    record = LocalRunner().run(planned, annotation(plan, planned, run_id), Monitor())
+    ok = record.get("status") == "ok"
+    why = "" if ok else f": {(record.get('extra') or {}).get('error', 'failed')}"
+    err.print(f"{'ok' if ok else 'FAILED'} {what}; record {record['id']}{why}", highlight=False)
+    return 0 if ok else 1
+
+
+def _submit(
+    plan: CampaignPlan,
+    state: State,
+    todo: list[PlannedRun],
+    run_id: str,
+    opts,
+    args: argparse.Namespace,
+) -> int:
+    """--submit: the runs with no record and no task queued or running, as array jobs."""
+    from ..campaign.slurm import in_flight, submit_runs
+
+    flying = set() if args.dry_run else in_flight(plan.results, plan.campaign.name, run_id)
+    recorded = len(plan.runs) - len(todo)
+    todo = [p for p in todo if p.key not in flying]
+    name = plan.campaign.name
+    waiting = f"; {len(flying)} queued or running in Slurm" if flying else ""
+    if not todo:
+        err.print(
+            f"campaign {name} (run {run_id}): nothing to submit ({len(plan.runs)} runs: "
+            f"{recorded} recorded{waiting})",
+            highlight=False,
+            markup=False,
+        )
+        return 0
+    if not args.dry_run:
+        check_writable(plan.results)
+    entries = submit_runs(plan, todo, run_id, opts, sys.argv[1:], dry_run=args.dry_run)
+    if args.dry_run:
+        for e in entries:
+            print(e["script"])
+        return 0
+    if args.json:
+        print(json.dumps(entries, indent=1))
+    else:
+        for e in entries:
+            print(e["job_id"])  # alone on stdout, one per array job
+    jobs = ", ".join(f"{e['job_id']} ({len(e['tasks'])} runs)" for e in entries)
+    runs = f"{len(todo)} run{'s' if len(todo) != 1 else ''}"
+    err.print(
+        f"campaign {name} (run {run_id}): {runs} submitted as array jobs {jobs}"
+        f"{waiting}; `cloudhpc jobs` and `cloudhpc campaign status {args.file}` follow them",
+        highlight=False,
+        markup=False,
+    )
+    return 0
 
 
 def _dry_run(
@@ -469,4 +575,22 @@ def handle_status(args: argparse.Namespace) -> int:
         print(json.dumps(summary, indent=1, default=str))
         return 0
     _print_summary(plan, state, rows)
+    _in_slurm(plan, state)
     return 0
+
+
+def _in_slurm(plan: CampaignPlan, state: State) -> None:
+    """The runs of the campaign run queued or running in Slurm (campaign run --submit)."""
+    from ..campaign.slurm import in_flight, submitted_run
+
+    submitted = submitted_run(plan.results, plan.campaign.name)
+    run_id = max((r for r in (state.run_id, submitted) if r), default=None)
+    if submitted is None or run_id is None:
+        return
+    flying = in_flight(plan.results, plan.campaign.name, run_id)
+    if flying:
+        err.print(
+            f"{len(flying)} of the missing runs are queued or running in Slurm (`cloudhpc jobs`)",
+            highlight=False,
+            markup=False,
+        )

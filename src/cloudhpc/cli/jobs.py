@@ -8,6 +8,7 @@ import time
 from collections.abc import Sequence
 
 from ..errors import CloudhpcError
+from ..launch.batch import ACTIVE
 from ..launch.options import DEFAULT_RESULTS
 from .parser import add_subparser
 from .ui import err, print_table
@@ -28,8 +29,6 @@ examples:
   cloudhpc jobs --json
 """
 
-ACTIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED")
-
 
 def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p = add_subparser(subparsers, "jobs", "runs submitted to Slurm: state and records", DESCRIPTION)
@@ -47,7 +46,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
 
 
 def jobs_table(results: str) -> list[dict]:
-    from ..launch.batch import job_records, job_state, read_jobs
+    from ..launch.batch import job_records, job_state, read_jobs, summary_state, task_states
     from ..slurm.client import SlurmClient
 
     entries = read_jobs(results)
@@ -61,12 +60,22 @@ def jobs_table(results: str) -> list[dict]:
     for e in entries:
         slurm = states.get(e["job_id"])
         outcome = e.get("outcome") or {}
+        active = False
+        if "tasks" in e:  # an array job (campaign run --submit): one state per task
+            tasks = task_states(e, {k: v.state for k, v in states.items()})
+            state, active = summary_state(tasks), any(t in ACTIVE for t in tasks)
+            failed = [o for o in (e.get("outcomes") or {}).values() if o.get("exit_code")]
+            outcome = failed[0] if failed else {}
+        else:
+            state = job_state(e, slurm.state if slurm else None)
+            active = state in ACTIVE
         rows.append(
             {
-                "job": e["job_id"],
+                "job": e["job_id"] + (f"_[0-{len(e['tasks']) - 1}]" if "tasks" in e else ""),
                 "submitted": e.get("submitted_at", ""),
                 "command": e.get("command_line", ""),
-                "state": job_state(e, slurm.state if slurm else None),
+                "state": state,
+                "active": active,
                 "records": records.get(e["job_id"], []),
                 "exit_code": outcome.get("exit_code"),
                 "message": outcome.get("message", ""),
@@ -81,7 +90,7 @@ def handle(args: argparse.Namespace) -> int:
         raise CloudhpcError("--wait-timeout must be a positive number of seconds")
     rows = jobs_table(args.results)
     deadline = time.monotonic() + args.wait_timeout
-    while args.wait and any(r["state"] in ACTIVE for r in rows):
+    while args.wait and any(r["active"] for r in rows):
         if time.monotonic() > deadline:
             raise CloudhpcError(f"jobs still running after --wait-timeout {args.wait_timeout:g} s")
         time.sleep(1)

@@ -116,17 +116,18 @@ def new_job_dir(results_dir: str, app: str) -> Path:
     return Path(results_dir).absolute() / JOBS_DIR / name
 
 
-def script_text(
+def sbatch_options(
     job: Job,
-    job_dir: Path,
-    command: list[str],
     opts: SubmitOptions,
     partition: str | None,
     oversubscribe: bool,
-) -> str:
-    """The sbatch script: resources as #SBATCH lines, then the same cloudhpc command."""
+    job_dir: Path,
+    name: str,
+    array: int | None = None,
+) -> list[str]:
+    """The #SBATCH options of a job running `job` (each task of an array of `array` tasks)."""
     lay = job.layout
-    sbatch = [f"--job-name=cloudhpc-{job.app}", f"--ntasks={job.nprocs}"]
+    sbatch = [f"--job-name={name}", f"--ntasks={job.nprocs}"]
     if job.layout_given:
         sbatch += [f"--nodes={lay.nodes}", f"--ntasks-per-node={lay.procs_per_node}"]
     sbatch.append(f"--cpus-per-task={lay.threads}")
@@ -140,21 +141,47 @@ def script_text(
         sbatch.append(f"--time={format_time_limit(parse_time_limit(opts.time))}")
     if opts.account:
         sbatch.append(f"--account={opts.account}")
-    sbatch += [f"--chdir={os.getcwd()}", f"--output={job_dir}/slurm-%j.out"]
+    if array is not None:
+        sbatch.append(f"--array=0-{array - 1}")
+    out = "slurm-%A_%a.out" if array is not None else "slurm-%j.out"
+    sbatch += [f"--chdir={os.getcwd()}", f"--output={job_dir}/{out}"]
+    return sbatch
+
+
+def script_text(
+    job: Job,
+    job_dir: Path,
+    command: list[str],
+    opts: SubmitOptions,
+    partition: str | None,
+    oversubscribe: bool,
+) -> str:
+    """The sbatch script: resources as #SBATCH lines, then the same cloudhpc command."""
+    sbatch = sbatch_options(job, opts, partition, oversubscribe, job_dir, f"cloudhpc-{job.app}")
+    comments = [
+        "Inside the job the same command runs the ranks (srun) instead of submitting: the",
+        f"job directory in {BATCH_VAR} says so. The record goes to",
+        f"{Path(job.results_dir).absolute()}; how the job ended to outcome.json beside this",
+        "script (`cloudhpc jobs`).",
+    ]
+    body = [f"exec {shlex.join([sys.executable, '-m', 'cloudhpc', *command])}"]
+    return compose(command, comments, sbatch, job_dir, body)
+
+
+def compose(
+    command: list[str], comments: list[str], sbatch: list[str], job_dir: Path, body: list[str]
+) -> str:
+    """A batch script: where it came from, #SBATCH lines, CLOUDHPC_BATCH_JOB, its body."""
     when = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    shown = shlex.join(["cloudhpc", *command])
     lines = [
         "#!/bin/bash",
         f"# A cloudhpc batch job (cloudhpc {__version__}, {when}), submitted with:",
-        f"#   {shown}",
-        "# Inside the job the same command runs the ranks (srun) instead of submitting: the",
-        f"# job directory in {BATCH_VAR} says so. The record goes to",
-        f"# {Path(job.results_dir).absolute()}; how the job ended to outcome.json beside this",
-        "# script (`cloudhpc jobs`).",
+        f"#   {shlex.join(['cloudhpc', *command])}",
+        *(f"# {c}" for c in comments),
         *(f"#SBATCH {opt}" for opt in sbatch),
         "",
         f"export {BATCH_VAR}={shlex.quote(str(job_dir))}",
-        f"exec {shlex.join([sys.executable, '-m', 'cloudhpc', *command])}",
+        *body,
     ]
     return "\n".join(lines) + "\n"
 
@@ -172,23 +199,35 @@ def submit(
     client = SlurmClient()
     partition = check_job(job, client, opts, oversubscribe)
     text = script_text(job, job_dir, command, opts, partition, oversubscribe)
+    entry = {
+        "app": job.app,
+        "command_line": shlex.join(["cloudhpc", *command]),
+        "partition": partition,
+        "time_limit": opts.time,
+        "account": opts.account,
+        "nprocs": job.nprocs,
+        "results": str(Path(job.results_dir).absolute()),
+    }
+    return submit_script(client, job_dir, text, entry)
+
+
+def submit_script(
+    client: SlurmClient, job_dir: Path, text: str, entry: dict[str, Any]
+) -> dict[str, Any]:
+    """Write the job directory (job.sh, then job.json with the job id), sbatch the script; the
+    directory is removed if the submission fails."""
     job_dir.mkdir(parents=True)
     try:
         write_text(job_dir / "job.sh", text)
         job_id = client.submit(str(job_dir / "job.sh"))
+        array = "tasks" in entry
         entry = {
             "job_id": job_id,
             "id": job_dir.name,
-            "app": job.app,
-            "command_line": shlex.join(["cloudhpc", *command]),
+            **entry,
             "submitted_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
-            "partition": partition,
-            "time_limit": opts.time,
-            "account": opts.account,
-            "nprocs": job.nprocs,
-            "results": str(Path(job.results_dir).absolute()),
             "script": str(job_dir / "job.sh"),
-            "output": str(job_dir / f"slurm-{job_id}.out"),
+            "output": str(job_dir / (f"slurm-{job_id}_*.out" if array else f"slurm-{job_id}.out")),
         }
         write_json(job_dir / "job.json", entry)
     except BaseException:
@@ -214,7 +253,9 @@ def ended_by_time_limit() -> bool:
 
 
 def write_outcome(job_dir: Path, state: str, exit_code: int, message: str = "") -> None:
-    """outcome.json of the job directory: how the command inside the job ended."""
+    """outcome.json of the job directory (outcome-TASK.json for a task of an array job): how the
+    command inside the job ended."""
+    task = os.environ.get("SLURM_ARRAY_TASK_ID")
     outcome = {
         "state": state,
         "exit_code": exit_code,
@@ -222,8 +263,11 @@ def write_outcome(job_dir: Path, state: str, exit_code: int, message: str = "") 
         "job_id": os.environ.get("SLURM_JOB_ID"),
         "ended_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
     }
+    if task is not None:
+        outcome["array_task"] = int(task)
+    name = f"outcome-{task}.json" if task is not None else "outcome.json"
     try:
-        write_json(job_dir / "outcome.json", outcome)
+        write_json(job_dir / name, outcome)
     except (OSError, CloudhpcError):  # the job directory is gone: nothing to tell
         pass
 
@@ -243,6 +287,14 @@ def read_jobs(results_dir: str) -> list[dict[str, Any]]:
             entry["outcome"] = json.loads((d.parent / "outcome.json").read_text())
         except (OSError, ValueError):
             entry["outcome"] = None
+        if "tasks" in entry:  # an array job: each task's outcome
+            entry["outcomes"] = {}
+            for f in d.parent.glob("outcome-*.json"):
+                try:
+                    o = json.loads(f.read_text())
+                    entry["outcomes"][int(o["array_task"])] = o
+                except (OSError, ValueError, KeyError, TypeError):
+                    continue
         found.append(entry)
     return found
 
@@ -255,8 +307,9 @@ def job_records(results_dir: str, job_ids: set[str]) -> dict[str, list[str]]:
     for path in sorted(Path(results_dir).glob("*.json")):
         try:
             record = json.loads(path.read_text())
-            job_id = record["launch"]["slurm"]["job_id"]
-        except (OSError, ValueError, KeyError, TypeError):
+            slurm = record["launch"]["slurm"]
+            job_id = slurm.get("array_job_id") or slurm["job_id"]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             continue
         if job_id in job_ids:
             found.setdefault(job_id, []).append(record["id"])
@@ -274,3 +327,26 @@ def job_state(entry: dict[str, Any], slurm_state: str | None) -> str:
     if slurm_state:
         return slurm_state
     return "UNKNOWN"
+
+
+ACTIVE = ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED", "REQUEUED")
+
+
+def task_states(entry: dict[str, Any], slurm: dict[str, str]) -> list[str]:
+    """The state of each task of an array job (`slurm`: "JOB_TASK" -> Slurm's state), as
+    job_state decides one job's."""
+    states = []
+    for i in range(len(entry["tasks"])):
+        outcome = (entry.get("outcomes") or {}).get(i)
+        states.append(job_state({"outcome": outcome}, slurm.get(f"{entry['job_id']}_{i}")))
+    return states
+
+
+def summary_state(states: list[str]) -> str:
+    """An array job's state in a word or a few: RUNNING while a task is queued or running."""
+    counts: dict[str, int] = {}
+    for s in states:
+        counts[s] = counts.get(s, 0) + 1
+    if len(counts) == 1:
+        return next(iter(counts))
+    return ", ".join(f"{n} {s}" for s, n in sorted(counts.items(), key=lambda x: -x[1]))

@@ -144,6 +144,8 @@ def allocation_facts(environ=os.environ) -> dict[str, str]:
         "partition": "SLURM_JOB_PARTITION",
         "cluster": "SLURM_CLUSTER_NAME",
         "account": "SLURM_JOB_ACCOUNT",
+        "array_job_id": "SLURM_ARRAY_JOB_ID",  # a task of an array job (campaign run --submit)
+        "array_task_id": "SLURM_ARRAY_TASK_ID",
     }
     return {k: environ[v] for k, v in names.items() if environ.get(v)}
 

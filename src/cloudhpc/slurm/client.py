@@ -157,17 +157,19 @@ class SlurmClient:
 
     def states(self, job_ids: list[str]) -> dict[str, JobState]:
         """The jobs Slurm still knows (squeue, then sacct where there is accounting); the
-        others are left out."""
+        others are left out. The tasks of an array job come as ARRAY_TASK ("123_4")."""
         if not job_ids:
             return {}
         found: dict[str, JobState] = {}
         r = self._cmd(
-            ["squeue", "-h", "-t", "all", "-j", ",".join(job_ids), "-o", "%i|%T|%r"], check=False
+            ["squeue", "-h", "-r", "-t", "all", "-j", ",".join(job_ids), "-o", "%i|%T|%r"],
+            check=False,
         )
         for line in r.stdout.splitlines():
             parts = line.strip().split("|")
-            if len(parts) == 3 and parts[0] in job_ids:
-                found[parts[0]] = JobState(*parts)
+            if len(parts) == 3 and parts[0].split("_")[0] in job_ids:
+                for job_id in _array_ids(parts[0]):
+                    found[job_id] = JobState(job_id, parts[1], parts[2])
         missing = [j for j in job_ids if j not in found]
         if missing and shutil.which("sacct", path=self.env.get("PATH")):
             r = self._cmd(
@@ -183,6 +185,18 @@ class SlurmClient:
 
     def cancel(self, job_id: str) -> None:
         self._cmd(["scancel", job_id])
+
+
+def _array_ids(text: str) -> list[str]:
+    """squeue's id of a job, or of array tasks still grouped ("48_[5-7,9]%2": 48_5 ... 48_9)."""
+    m = re.fullmatch(r"(\d+)_\[([\d,\-]+)\](?:%\d+)?", text)
+    if m is None:
+        return [text]
+    ids = []
+    for part in m[2].split(","):
+        lo, _, hi = part.partition("-")
+        ids += [f"{m[1]}_{i}" for i in range(int(lo), int(hi or lo) + 1)]
+    return ids
 
 
 def _last_line(text: str) -> str:
