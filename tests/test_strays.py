@@ -97,3 +97,23 @@ def test_ranks_that_ended_before_the_first_look_still_release_their_child(tmp_pa
         for pid in tagged(token):
             os.kill(pid, 9)
         root.wait()
+
+
+def test_a_single_rank_root_keeps_its_workers_until_it_ends():
+    """The serial engine's or Ray's driver is the rank itself: the Ray workers it has started
+    carry the token outside its tree by design and are no strays while it runs."""
+    token = f"CLOUDHPC_TEST_TOKEN={uuid.uuid4().hex}"
+    name, value = token.split("=", 1)
+    env = {**os.environ, name: value}
+    worker = subprocess.Popen(["sleep", "3000"], env=env)  # outside the driver's tree
+    driver = subprocess.Popen(["sleep", "3000"], env=env)
+    try:
+        watch = StrayWatch(driver.pid, token, ["fakeproxy"], root_is_rank=True)
+        assert watch.poll() == set()
+        driver.kill()
+        driver.wait()
+        assert watch.poll() == {worker.pid}
+    finally:
+        for proc in (worker, driver):
+            proc.kill()
+            proc.wait()

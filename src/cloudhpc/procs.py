@@ -179,13 +179,22 @@ class StrayWatch:
     launcher's own processes (`daemons`: the comm names of its proxies/daemons, e.g.
     hydra_pmi_proxy, prted; the root is always one), so a proxy whose ranks were reaped is not
     mistaken for a running rank; without names, the tree's leaves are taken for the ranks.
+    `root_is_rank`: the root is the job's one rank (no mpiexec: the serial engine, Ray's driver,
+    whose Ray workers carry the token outside its tree by design), so nothing is a stray while
+    it runs; once it has ended, everything with the token is.
     """
 
-    def __init__(self, root: int, token: str, daemons: Iterable[str] = ()) -> None:
-        self.root, self.token = root, token
+    def __init__(
+        self, root: int, token: str, daemons: Iterable[str] = (), root_is_rank: bool = False
+    ) -> None:
+        self.root, self.token, self.root_is_rank = root, token, root_is_rank
         self.daemons = frozenset(name[:15] for name in daemons)  # the kernel keeps 15 characters
 
     def poll(self) -> set[int]:
+        if self.root_is_rank:
+            if _stat_fields(self.root)[:1] not in ([b"Z"], []):
+                return set()
+            return tagged(self.token) - {self.root}
         children = _children_of_tree(self.root)
         tree = set().union(*children.values()) if children else set()
         if self.daemons:

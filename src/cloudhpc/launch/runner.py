@@ -37,6 +37,7 @@ from ..procs import (
     kill_group,
     open_files,
     start_time,
+    tagged,
 )
 from .base import get_launcher
 from .plan import LaunchPlan
@@ -215,7 +216,7 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
 
     topology.register(proc, control_dir)
     if plan.ranks_below:
-        stop_watching = _end_strays(proc, token, mpi.daemon_names)
+        stop_watching = _end_strays(proc, token, mpi.daemon_names, plan.singleton)
     else:  # srun: the ranks are slurmstepd's children, and Slurm ends what a step leaves
         stop_watching = threading.Event()
     timer = None
@@ -280,16 +281,20 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
 STRAY_POLL_S = 0.5
 
 
-def _end_strays(proc: subprocess.Popen, token: str, daemons: Sequence[str]) -> threading.Event:
+def _end_strays(
+    proc: subprocess.Popen, token: str, daemons: Sequence[str], singleton: bool = False
+) -> threading.Event:
     """Watch the job while it runs: once its ranks have all exited, end what they left running
     (procs.StrayWatch), whose hold on a rank's output would otherwise keep the job open until
-    they end by themselves. Returns the event that stops the watch."""
+    they end by themselves; also once the launcher itself has ended (the reading of its output
+    waits for them). `singleton`: the launched process is the job's one rank. Returns the event
+    that stops the watch."""
     stop = threading.Event()
-    strays = StrayWatch(proc.pid, token, daemons)
+    strays = StrayWatch(proc.pid, token, daemons, root_is_rank=singleton)
 
     def watch() -> None:
-        while not stop.wait(STRAY_POLL_S) and proc.poll() is None:
-            left = strays.poll()
+        while not stop.wait(STRAY_POLL_S):
+            left = tagged(token) - {proc.pid} if proc.poll() is not None else strays.poll()
             if left:
                 kill(left)
 
