@@ -188,6 +188,7 @@ def test_the_cell_runner_can_be_replaced(tmp_path):
             pass
 
     records = run_campaign(plan, plan.runs[:3], "R9", Quiet(), runner=Fake())
+    pp, ep = "bench pingpong --sizes 0:8 --iters 5", "npb ep --class S"
     assert [r["campaign"] for r in records] == [
         {
             "name": "small",
@@ -195,6 +196,7 @@ def test_the_cell_runner_can_be_replaced(tmp_path):
             "workload": "pingpong",
             "repetition": 1,
             "run": "R9",
+            "command": pp,
         },
         {
             "name": "small",
@@ -202,6 +204,7 @@ def test_the_cell_runner_can_be_replaced(tmp_path):
             "workload": "ep",
             "repetition": 1,
             "run": "R9",
+            "command": ep,
         },
         {
             "name": "small",
@@ -209,9 +212,9 @@ def test_the_cell_runner_can_be_replaced(tmp_path):
             "workload": "pingpong",
             "repetition": 1,
             "run": "R9",
+            "command": pp,
         },
-    ]
-    assert seen[2].endswith("--env vm-net --results " + str(tmp_path / "r"))
+    ]  # fmt: skip    assert seen[2].endswith("--env vm-net --results " + str(tmp_path / "r"))
 
 
 def test_eta_from_each_cells_own_times():
@@ -264,6 +267,7 @@ timeout = [0.05, 300]   # the first cell's run is killed by its timeout
         "workload": "pp",
         "repetition": 1,
         "run": failed["campaign"]["run"],
+        "command": "bench pingpong --sizes 0:8 --iters 5",
     }
     assert failed["provenance"]["load"]["before"] is not None
     assert records[300]["status"] == "ok" and records[300]["rows"]
@@ -311,9 +315,13 @@ nprocs = [2]
     results = tmp_path / "r"
     assert run_cli("campaign", "run", str(path), "--results", str(results)).returncode == 0
     first = _records(results)
+    path.write_text(path.read_text().replace("--iters 5", "--iters 6"))
+    r = run_cli("campaign", "run", str(path), "--results", str(results))
+    assert "1 recorded runs of workload 'pp' ran `bench pingpong --sizes 0:8 --iters 5`" in r.stderr
+    assert "all 1 runs are recorded" in r.stderr and len(_records(results)) == 1
     r = run_cli("campaign", "run", str(path), "--results", str(results), "--fresh")
     assert r.returncode == 0, r.stderr
-    assert "1 records of earlier runs" in r.stderr
+    assert "1 records of earlier runs" in r.stderr and "warning" not in r.stderr
     records = _records(results)
     assert len(records) == 2
     runs = {x["campaign"]["run"] for x in records}

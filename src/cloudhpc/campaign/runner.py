@@ -56,8 +56,29 @@ def annotation(plan: CampaignPlan, planned: PlannedRun, run_id: str) -> dict[str
             "workload": planned.workload,
             "repetition": planned.repetition,
             "run": run_id,
+            # the workload's command as the file gave it: a record made with another one is
+            # told apart on resume (changed_commands)
+            "command": _command_of(plan, planned.workload),
         }
     }
+
+
+def _command_of(plan: CampaignPlan, workload: str) -> str:
+    return next(w.command for w in plan.campaign.workloads if w.name == workload)
+
+
+def changed_commands(plan: CampaignPlan, state: State) -> dict[str, tuple[str, int]]:
+    """Workloads whose recorded runs (of the current campaign run) were made with another
+    command than the file's now: workload -> (that command, how many records). They still
+    count as done (`--fresh` starts over)."""
+    found: dict[str, tuple[str, int]] = {}
+    for key, record in state.done.items():
+        recorded = (record.get("campaign") or {}).get("command")
+        workload = key[0]
+        now = next((w.command for w in plan.campaign.workloads if w.name == workload), None)
+        if isinstance(recorded, str) and now is not None and recorded != now:
+            found[workload] = (recorded, found.get(workload, ("", 0))[1] + 1)
+    return found
 
 
 @dataclass

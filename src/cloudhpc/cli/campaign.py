@@ -19,6 +19,7 @@ from ..campaign.runner import (
     Eta,
     State,
     campaign_state,
+    changed_commands,
     run_campaign,
     summary_rows,
     to_run,
@@ -352,6 +353,7 @@ def handle_run(args: argparse.Namespace) -> int:
     if not args.fresh:
         runs.append(batch_campaign.submitted_run(plan.results, campaign.name))
     run_id = max((r for r in runs if r), default=None) or new_run_id()
+    _warn_changed(plan, state)
     if args.submit:
         return _submit(plan, state, todo, run_id, opts, args)
     if args.dry_run:
@@ -553,12 +555,24 @@ def _print_summary(plan: CampaignPlan, state: State, rows: list[dict]) -> None:
         )
 
 
+def _warn_changed(plan: CampaignPlan, state: State) -> None:
+    for workload, (command, count) in changed_commands(plan, state).items():
+        now = next(w.command for w in plan.campaign.workloads if w.name == workload)
+        err.print(
+            f"cloudhpc: warning: {count} recorded runs of workload {workload!r} ran `{command}`, "
+            f"the file now says `{now}`; they count as done (--fresh starts a new campaign run)",
+            highlight=False,
+            markup=False,
+        )
+
+
 def handle_status(args: argparse.Namespace) -> int:
     from ..campaign.plan import outline
 
     campaign = read_campaign(args.file)
     plan = outline(campaign, args.results)
     state, _ = _state(plan)
+    _warn_changed(plan, state)
     rows = summary_rows(plan, state)
     if args.json:
         summary = _summary(plan, state, rows)
