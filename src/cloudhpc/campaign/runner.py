@@ -58,13 +58,14 @@ def annotation(plan: CampaignPlan, planned: PlannedRun, run_id: str) -> dict[str
             "run": run_id,
             # the workload's command as the file gave it: a record made with another one is
             # told apart on resume (changed_commands)
-            "command": _command_of(plan, planned.workload),
+            "command": command_of(plan, planned.workload),
         }
     }
 
 
-def _command_of(plan: CampaignPlan, workload: str) -> str:
-    return next(w.command for w in plan.campaign.workloads if w.name == workload)
+def command_of(plan: CampaignPlan, workload: str) -> str | None:
+    """The workload's command as the campaign file gives it now (None: no such workload)."""
+    return next((w.command for w in plan.campaign.workloads if w.name == workload), None)
 
 
 def changed_commands(plan: CampaignPlan, state: State) -> dict[str, tuple[str, int]]:
@@ -75,7 +76,7 @@ def changed_commands(plan: CampaignPlan, state: State) -> dict[str, tuple[str, i
     for key, record in state.done.items():
         recorded = (record.get("campaign") or {}).get("command")
         workload = key[0]
-        now = next((w.command for w in plan.campaign.workloads if w.name == workload), None)
+        now = command_of(plan, workload)
         if isinstance(recorded, str) and now is not None and recorded != now:
             found[workload] = (recorded, found.get(workload, ("", 0))[1] + 1)
     return found

@@ -20,6 +20,7 @@ from ..campaign.runner import (
     State,
     campaign_state,
     changed_commands,
+    command_of,
     run_campaign,
     summary_rows,
     to_run,
@@ -557,7 +558,7 @@ def _print_summary(plan: CampaignPlan, state: State, rows: list[dict]) -> None:
 
 def _warn_changed(plan: CampaignPlan, state: State) -> None:
     for workload, (command, count) in changed_commands(plan, state).items():
-        now = next(w.command for w in plan.campaign.workloads if w.name == workload)
+        now = command_of(plan, workload)
         err.print(
             f"cloudhpc: warning: {count} recorded runs of workload {workload!r} ran `{command}`, "
             f"the file now says `{now}`; they count as done (--fresh starts a new campaign run)",
