@@ -6,9 +6,10 @@ PageRank (R-MAT graph), both cloudhpc apps. Targets: an emulated cluster of 2 ho
 slot each (one rank per host) whose links are capped at 100 Mbit/s, 1 Gbit/s and left uncapped
 (`cloudhpc cluster link` between targets), and vm-net (TCP between the ranks on this machine).
 
-In each round, for each workload: `cloudhpc profile -n 2 --app ...` on native, then for each
-target (in turn; the order reverses every round) `cloudhpc predict --profile ID --hosts H` (or
-`--env vm-net`) and the real run there. The curves of an environment are measured by the first
+In each round, for each workload and target (in turn; the order of targets reverses every
+round): `cloudhpc profile -n 2 --app ...` on native, `cloudhpc predict --profile ID --hosts H`
+(or `--env vm-net`), and the real run there, back to back (on a shared machine the load drifts:
+a profile next to its run sees the same). The curves of an environment are measured by the first
 prediction that needs them and cached in the run's records (as a user's would be). Error =
 (predicted - measured) / measured of the job's total_s (its timed region), per round; the table
 gives the medians over rounds. Needs root (the cluster).
@@ -27,7 +28,7 @@ import tempfile
 
 from common import cli_record, machine, parse_args, save_figure, write_json, write_markdown
 
-from cloudhpc import cluster
+from cloudhpc import cluster, signals
 
 NPB = ("cg", "ft", "is", "mg")
 KMEANS = ["n=2000000", "d=4", "k=16", "iterations=20", "tol=0"]
@@ -63,11 +64,12 @@ def one_round(r: int, workloads: list[str], targets: list[str], hosts_file: str,
     order = targets if r % 2 == 0 else targets[::-1]
     for w in workloads:
         prof_app, run_cmd = WORKLOADS[w]
-        prof = cli_record("profile", "-n", "2", tail=("--app", *prof_app))
-        assert prof["verified"] is not False, prof["_cmd"]
         for t in order:
-            where = target_args(t, hosts_file, name)
             load = os.getloadavg()[0]
+            # the profile right before the prediction and the run: the three see the same load
+            prof = cli_record("profile", "-n", "2", tail=("--app", *prof_app))
+            assert prof["verified"] is not False, prof["_cmd"]
+            where = target_args(t, hosts_file, name)
             pred = cli_record("predict", "--profile", prof["id"], "-n", "2", *where)
             run = cli_record(*run_cmd, "-n", "2", *where)
             assert run["verified"] is not False, run["_cmd"]
@@ -170,6 +172,7 @@ def main() -> None:
     ap.add_argument("--workloads", default=",".join(WORKLOADS), help="a subset, comma-separated")
     ap.add_argument("--targets", default=",".join(TARGETS), help="a subset, comma-separated")
     args = parse_args(ap)
+    signals.install()  # SIGTERM and SIGHUP end it as Ctrl-C does: the cluster comes down
     rounds = 1 if args.quick else args.rounds
     workloads = [w for w in args.workloads.split(",") if w]
     targets = [t for t in args.targets.split(",") if t]
