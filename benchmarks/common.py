@@ -207,6 +207,27 @@ def write_json(name: str, data) -> Path:
     return write_text(f"{name}.json", json.dumps(data, indent=1, default=str) + "\n")
 
 
+def update_results_md(name: str, section: str, text: str) -> Path | None:
+    """With --save only: replace the part of benchmarks/RESULTS.md between the markers
+    `<!-- NAME -->` and `<!-- /NAME -->` by TEXT (appended as `## SECTION` with the markers when
+    they are missing), whole or not at all; returns the path, or None without --save."""
+    from cloudhpc.atomic import write_text as write_atomic_text
+
+    if _OUT != RESULTS:
+        return None
+    path = RESULTS.parent / "RESULTS.md"
+    old = path.read_text()
+    begin, end = f"<!-- {name} -->", f"<!-- /{name} -->"
+    body = f"{begin}\n{text.strip()}\n{end}"
+    if begin in old and end in old:
+        head, rest = old.split(begin, 1)
+        new = head + body + rest.split(end, 1)[1]
+    else:
+        new = old.rstrip("\n") + f"\n\n## {section}\n\n{body}\n"
+    write_atomic_text(path, new)
+    return path
+
+
 def save_figure(fig, filename: str, dpi: int = 110) -> Path:
     """A matplotlib figure as FILENAME (its suffix gives the format), whole or not at all."""
     from cloudhpc.atomic import atomic_path

@@ -4,18 +4,23 @@ each target from that profile and the target's curves, then run it there and com
 Workloads (P = 2): NPB CG, FT, IS, MG class A; k-means (generated points, spmd Lloyd) and
 PageRank (R-MAT graph), both cloudhpc apps. Targets: an emulated cluster of 2 hosts with one
 slot each (one rank per host) whose links are capped at 100 Mbit/s, 1 Gbit/s and left uncapped
-(`cloudhpc cluster link` between targets), and vm-net (TCP between the ranks on this machine).
+(`cloudhpc cluster link` between targets: cluster:100mbit, cluster:1gbit, cluster:uncapped), and
+vm-net (TCP between the ranks on this machine); `--targets` also takes any `--env` of this
+machine (native, capped:RATE).
 
-In each round, for each workload and target (in turn; the order of targets reverses every
-round): `cloudhpc profile -n 2 --app ...` on native, `cloudhpc predict --profile ID --hosts H`
-(or `--env vm-net`), and the real run there, back to back (on a shared machine the load drifts:
-a profile next to its run sees the same). The curves of an environment are measured by the first
+Each repetition, for each workload and target (the order of targets reverses every repetition):
+`cloudhpc profile -n 2 --app ...` on native, `cloudhpc predict --profile ID --hosts H` (or
+`--env E`), and the real run there, back to back (on a shared machine the load drifts: a profile
+next to its run sees the same). The curves of an environment are measured by the first
 prediction that needs them and cached in the run's records (as a user's would be). Error =
-(predicted - measured) / measured of the job's total_s (its timed region), per round; the table
-gives the medians over rounds. Needs root (the cluster).
+(predicted - measured) / measured of the job's total_s (its timed region); a cell is the median
+prediction against the median measured total over the repetitions. Needs root (the cluster and
+capped links).
 
-Run:  .venv/bin/python benchmarks/predict_accuracy.py [--rounds 3] [--quick] [--out DIR | --save]
-Writes predict_accuracy.{json,md,png}.
+Run:  .venv/bin/python benchmarks/predict_accuracy.py [--repeat 3] [--out DIR | --save]
+      .venv/bin/python benchmarks/predict_accuracy.py --quick     # NPB IS class S, capped:200mbit
+                                                                   # and native, once (~1 min)
+Writes predict_accuracy.{json,md,png}; --save also the table in benchmarks/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -26,44 +31,60 @@ import shutil
 import statistics
 import tempfile
 
-from common import cli_record, machine, parse_args, save_figure, write_json, write_markdown
+from common import (
+    cli_record,
+    load_note,
+    machine,
+    parse_args,
+    save_figure,
+    update_results_md,
+    write_json,
+    write_markdown,
+)
 
 from cloudhpc import cluster, signals
 
 NPB = ("cg", "ft", "is", "mg")
 KMEANS = ["n=2000000", "d=4", "k=16", "iterations=20", "tol=0"]
 PAGERANK = ["vertices=200000", "iterations=20", "tol=0", "seed=1"]
-WORKLOADS = {
-    **{k: (["npb", f"kernel={k}", "class=A"], ["npb", k, "--class", "A"]) for k in NPB},
-    "kmeans": (
-        ["kmeans", "generate=true", "model=spmd", *KMEANS],
-        ["run", "kmeans", "--generate", "--model", "spmd"]
-        + [w for kv in KMEANS for w in ("--" + kv.split("=")[0], kv.split("=")[1])],
-    ),
-    "pagerank": (
-        ["pagerank", "generate=rmat", *PAGERANK],
-        ["run", "pagerank", "--generate", "rmat"]
-        + [w for kv in PAGERANK for w in ("--" + kv.split("=")[0], kv.split("=")[1])],
-    ),
-}
 LINKS = {"100mbit": 10**8, "1gbit": 10**9, "uncapped": None}
-TARGETS = (*(f"cluster {k}" for k in LINKS), "vm-net")
+TARGETS = (*(f"cluster:{k}" for k in LINKS), "vm-net")
+QUICK = {"workloads": "is", "targets": "capped:200mbit,native", "npb_class": "S", "repeat": 1}
 
 
-def target_args(target: str, hosts_file: str, name: str) -> list[str]:
+def workloads(npb_class: str) -> dict[str, tuple[list[str], list[str]]]:
+    """name -> (the words after `profile ... --app`, the command that runs it for real)."""
+    return {
+        **{
+            k: (["npb", f"kernel={k}", f"class={npb_class}"], ["npb", k, "--class", npb_class])
+            for k in NPB
+        },
+        "kmeans": (
+            ["kmeans", "generate=true", "model=spmd", *KMEANS],
+            ["run", "kmeans", "--generate", "--model", "spmd"]
+            + [w for kv in KMEANS for w in ("--" + kv.split("=")[0], kv.split("=")[1])],
+        ),
+        "pagerank": (
+            ["pagerank", "generate=rmat", *PAGERANK],
+            ["run", "pagerank", "--generate", "rmat"]
+            + [w for kv in PAGERANK for w in ("--" + kv.split("=")[0], kv.split("=")[1])],
+        ),
+    }
+
+
+def target_args(target: str, hosts_file: str | None, name: str) -> list[str]:
     """Set the cluster's links for a cluster target; the launch options that reach it."""
-    if target == "vm-net":
-        return ["--env", "vm-net"]
-    cluster.set_links(name, [LINKS[target.split()[1]]])
+    if not target.startswith("cluster:"):
+        return ["--env", target]
+    cluster.set_links(name, [LINKS[target.split(":", 1)[1]]])
     return ["--hosts", hosts_file]
 
 
-def one_round(r: int, workloads: list[str], targets: list[str], hosts_file: str, name: str):
+def one_round(r: int, apps: dict, targets: list[str], hosts_file: str | None, name: str):
     """Every (workload, target) once: [{workload, target, predicted, measured, ...}]."""
     rows = []
     order = targets if r % 2 == 0 else targets[::-1]
-    for w in workloads:
-        prof_app, run_cmd = WORKLOADS[w]
+    for w, (prof_app, run_cmd) in apps.items():
         for t in order:
             load = os.getloadavg()[0]
             # the profile right before the prediction and the run: the three see the same load
@@ -76,7 +97,7 @@ def one_round(r: int, workloads: list[str], targets: list[str], hosts_file: str,
             measured = float(run["timings"]["total_s"])
             rows.append(
                 {
-                    "round": r,
+                    "repetition": r,
                     "workload": w,
                     "target": t,
                     "predicted_s": pred["predicted_total_s"],
@@ -92,14 +113,16 @@ def one_round(r: int, workloads: list[str], targets: list[str], hosts_file: str,
                 }
             )
             print(
-                f"round {r} {w:8s} {t:18s} predicted {rows[-1]['predicted_s']:7.3f} s  "
-                f"measured {measured:7.3f} s  error {rows[-1]['error']:+.1%}  load {load:.1f}",
+                f"repetition {r} {w:8s} {t:16s} predicted {rows[-1]['predicted_s']:7.3f} s  "
+                f"measured {measured:7.3f} s  error {rows[-1]['error']:+.1%}  "
+                f"load {load:.1f}-{rows[-1]['load_after']:.1f}",
                 flush=True,
             )
     return rows
 
 
 def summarise(rows: list[dict], workloads: list[str], targets: list[str]) -> list[dict]:
+    """One cell per (workload, target): medians over the repetitions."""
     cells = []
     for w in workloads:
         for t in targets:
@@ -115,23 +138,26 @@ def summarise(rows: list[dict], workloads: list[str], targets: list[str]) -> lis
                     "sd_s": statistics.median(x["sd_s"] for x in mine),
                     "measured_s": meas,
                     "error": (pred - meas) / meas,
-                    "round_errors": [x["error"] for x in mine],
-                    "load": statistics.median(x["load"] for x in mine),
+                    "repetition_errors": [x["error"] for x in mine],
+                    "load_min": min(min(x["load"], x["load_after"]) for x in mine),
+                    "load_max": max(max(x["load"], x["load_after"]) for x in mine),
                 }
             )
     return cells
 
 
 def plot(cells: list[dict], path: str) -> None:
+    """Predicted against measured, log-log, with y = x and the +-15 % and +-30 % bands."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 5.6))
-    markers = dict(zip(TARGETS, "o^sD", strict=True))
+    targets = list(dict.fromkeys(c["target"] for c in cells))
+    names = list(dict.fromkeys(c["workload"] for c in cells))
+    markers = {t: "o^sDvP*X"[i % 8] for i, t in enumerate(targets)}
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    names = sorted({c["workload"] for c in cells}, key=list(WORKLOADS).index)
     for c in cells:
         ax.errorbar(
             c["measured_s"],
@@ -159,69 +185,138 @@ def plot(cells: list[dict], path: str) -> None:
     ax.set_ylim(lo, hi)
     ax.set_xlabel("measured total_s on the target (s)")
     ax.set_ylabel("predicted from the native profile (s)")
-    ax.set_title("cloudhpc predict: P = 2, profile on native")
+    ax.set_title("cloudhpc predict: P = 2, profiled on native")
     ax.legend(fontsize=7, ncol=2, loc="upper left")
     fig.tight_layout()
     save_figure(fig, path, dpi=120)
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__)
-    ap.add_argument("--rounds", type=int, default=3, help="rounds (every cell once each)")
-    ap.add_argument("--quick", action="store_true", help="one round")
-    ap.add_argument("--workloads", default=",".join(WORKLOADS), help="a subset, comma-separated")
-    ap.add_argument("--targets", default=",".join(TARGETS), help="a subset, comma-separated")
-    args = parse_args(ap)
-    signals.install()  # SIGTERM and SIGHUP end it as Ctrl-C does: the cluster comes down
-    rounds = 1 if args.quick else args.rounds
-    workloads = [w for w in args.workloads.split(",") if w]
+def selection(ap: argparse.ArgumentParser, args: argparse.Namespace, known: dict):
+    """The workloads (name -> commands) and targets asked for; exit 2 on an unknown one."""
+    names = [w for w in args.workloads.split(",") if w]
     targets = [t for t in args.targets.split(",") if t]
-    for w in workloads:
-        if w not in WORKLOADS:
-            ap.error(f"unknown workload {w!r}; known: {', '.join(WORKLOADS)}")
+    for w in names:
+        if w not in known:
+            ap.error(f"unknown workload {w!r}; known: {', '.join(known)}")
     for t in targets:
-        if t not in TARGETS:
-            ap.error(f"unknown target {t!r}; known: {', '.join(TARGETS)}")
+        if t not in TARGETS and t != "native" and not t.startswith("capped:"):
+            ap.error(f"unknown target {t!r}; known: {', '.join(TARGETS)}, native, capped:RATE")
+    if not names or not targets:
+        ap.error("--workloads and --targets: at least one each")
+    if args.repeat < 1:
+        ap.error("--repeat: at least 1")
+    return {w: known[w] for w in names}, targets
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        metavar="R",
+        help="profile, predict and measure every cell R times; a cell is the median (default 3)",
+    )
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke run: NPB IS class S on capped:200mbit and native, once "
+        "(sets --workloads, --targets, --npb-class, --repeat)",
+    )
+    ap.add_argument(
+        "--workloads",
+        default=",".join(workloads("A")),
+        help="a subset, comma-separated (default: all)",
+    )
+    ap.add_argument(
+        "--targets",
+        default=",".join(TARGETS),
+        help=f"comma-separated, of {', '.join(TARGETS)}, native, capped:RATE (default: the first "
+        "four: the cluster and vm-net)",
+    )
+    ap.add_argument("--npb-class", default="A", choices=("S", "W", "A", "B"), help="default A")
+    args = parse_args(ap)
+    if args.quick and args.save:
+        ap.error("--quick is a smoke run, not figures of record: give --out DIR, or leave --save")
+    if args.quick:
+        for k, v in QUICK.items():
+            setattr(args, k, v)
+    apps, targets = selection(ap, args, workloads(args.npb_class))
+    signals.install()  # SIGTERM and SIGHUP end it as Ctrl-C does: the cluster comes down
     start = machine()
+    load_start = os.getloadavg()[0]
+    for _prof, run_cmd in apps.values():  # numba's cache warm for every kernel (not timed)
+        cli_record(*run_cmd, "-n", "2")
+    rows: list[dict] = []
     state = tempfile.mkdtemp(prefix="cloudhpc-bench-clusters-")
     os.environ["CLOUDHPC_CLUSTERS"] = state
     name = f"pred{os.getpid()}"
-    rows = []
-    for w in workloads:  # numba's cache warm for every kernel the rounds run (not timed)
-        cli_record(*WORKLOADS[w][1], "-n", "2")
     try:
-        c = cluster.up(name, 2, [1], [None])
+        hosts_file = None
+        if any(t.startswith("cluster:") for t in targets):
+            hosts_file = cluster.up(name, 2, [1], [None]).hosts_file
         try:
-            for r in range(rounds):
-                rows += one_round(r, workloads, targets, c.hosts_file, name)
+            for r in range(args.repeat):
+                rows += one_round(r, apps, targets, hosts_file, name)
         finally:
-            cluster.down(name)
+            if hosts_file is not None:
+                cluster.down(name)
     finally:
         shutil.rmtree(state, ignore_errors=True)
-    cells = summarise(rows, workloads, targets)
+    cells = summarise(rows, list(apps), targets)
     errors = [abs(c["error"]) for c in cells]
     summary = {
         "median_abs_error": statistics.median(errors),
         "worst_abs_error": max(errors),
+        "worst_cell": max(cells, key=lambda c: abs(c["error"]))["workload"]
+        + " on "
+        + max(cells, key=lambda c: abs(c["error"]))["target"],
         "cells": len(cells),
         "within_15pct": sum(e <= 0.15 for e in errors),
         "within_30pct": sum(e <= 0.30 for e in errors),
     }
     write_json(
         "predict_accuracy",
-        {"machine": start, "rounds": rounds, "summary": summary, "cells": cells, "runs": rows},
+        {
+            "machine": start,
+            "repeat": args.repeat,
+            "npb_class": args.npb_class,
+            "summary": summary,
+            "cells": cells,
+            "runs": rows,
+        },
+    )
+    headline = (
+        f"Median |error| **{summary['median_abs_error']:.1%}**, worst "
+        f"**{summary['worst_abs_error']:.1%}** ({summary['worst_cell']}); "
+        f"{summary['within_15pct']} of {len(cells)} cells within 15 %, "
+        f"{summary['within_30pct']} within 30 % (goal: median <= 15 %, worst <= 30 %)."
     )
     notes = [
-        f"Machine: {start}. {rounds} round(s); each cell is the median over rounds of the "
-        "prediction and of the measured total_s; error = (predicted - measured) / measured.",
+        f"Machine: {start}. Load average (1 min) {load_start:.2f} before the first run, "
+        f"{os.getloadavg()[0]:.2f} after the last.",
+        f"Each cell: {args.repeat} repetition(s) of profile, prediction and run back to back; "
+        "the median prediction against the median measured total_s; error = (predicted - "
+        "measured) / measured; NPB class " + args.npb_class + ".",
         "Commands per cell: `cloudhpc profile -n 2 --app WORKLOAD ...` (native), `cloudhpc "
-        "predict --profile ID -n 2 --hosts CLUSTER.hosts` (or `--env vm-net`), then the run "
-        "itself (`cloudhpc npb K --class A -n 2 --hosts ...`, `cloudhpc run kmeans|pagerank "
-        "... -n 2 --hosts ...`); the cluster: 2 hosts x 1 slot, links set with `cloudhpc "
-        "cluster link` (100mbit, 1gbit, none).",
-        f"Median |error| {summary['median_abs_error']:.1%}, worst {summary['worst_abs_error']:.1%}"
-        f"; {summary['within_15pct']} of {len(cells)} cells within 15 %, "
-        f"{summary['within_30pct']} within 30 %.",
+        "predict --profile ID -n 2 --hosts CLUSTER.hosts` (or `--env E`), then the run itself "
+        f"(`cloudhpc npb K --class {args.npb_class} -n 2 --hosts ...`, `cloudhpc run "
+        "kmeans|pagerank ... -n 2 --hosts ...`); the cluster: 2 hosts x 1 slot, links set "
+        "with `cloudhpc cluster link` (100mbit, 1gbit, none).",
+        headline,
+    ]
+    header = [
+        "workload",
+        "target",
+        "native s",
+        "predicted s",
+        "± sd",
+        "measured s",
+        "error",
+        "per repetition",
+        "load",
     ]
     table = [
         [
@@ -232,30 +327,23 @@ def main() -> None:
             round(c["sd_s"], 3),
             round(c["measured_s"], 3),
             f"{c['error']:+.1%}",
-            " ".join(f"{e:+.0%}" for e in c["round_errors"]),
-            round(c["load"], 1),
+            " ".join(f"{e:+.0%}" for e in c["repetition_errors"]),
+            f"{c['load_min']:.1f}-{c['load_max']:.1f}",
         ]
         for c in cells
     ]
-    write_markdown(
-        "predict_accuracy",
-        "cloudhpc predict: predicted against measured, P = 2, profiled on native",
-        [
-            "workload",
-            "target",
-            "native s",
-            "predicted s",
-            "± sd",
-            "measured s",
-            "error",
-            "per round",
-            "load",
-        ],  # fmt: skip
-        table,
-        notes,
-    )
+    title = "cloudhpc predict: predicted against measured, P = 2, profiled on native"
+    md = write_markdown("predict_accuracy", title, header, table, notes)
     plot(cells, "predict_accuracy.png")
-    print(notes[-1])
+    section = md.read_text().split("\n", 2)[2]  # the file without its title
+    update_results_md(
+        "predict_accuracy",
+        "What-if predictions (issue 24)",
+        f"`predict_accuracy.py --repeat {args.repeat}` (the command in the notes)."
+        f"\n\n{section}\n![predicted against measured](results/predict_accuracy.png)",
+    )
+    print(headline)
+    print(load_note())
 
 
 if __name__ == "__main__":
