@@ -95,6 +95,13 @@ def test_collective_sizes_in_the_curves_terms():
     # Alltoallv at P = 4: 16 MB of blocks per call (the histogram's size) is a 4 MB block
     a2a = call_sizes("MPI_Alltoallv", stats(2, 1.0, 32 * MB, 32 * MB, {16 * MB: 2}), 4)
     assert a2a == [(pytest.approx(4 * MB), 2)]
+    # Alltoall: the profiler's histogram has one block (its count), the bytes all P of them:
+    # FT class A at P = 2, 8 calls of 2 x 32 MiB, is 32 MiB blocks (was priced at 24 MiB)
+    ft = stats(8, 1.0, 8 * 2 * 2**25, 8 * 2 * 2**25, {2**25: 8})
+    assert call_sizes("MPI_Alltoall", ft, 2) == [(pytest.approx(2**25), 8)]
+    assert call_sizes("MPI_Ialltoall", stats(3, 1.0, 3 * 4 * 3000, 0, {2048: 3}), 4) == [
+        (pytest.approx(3000), 3)
+    ]
     # a scatter: each rank receives one block per call, whatever the root sent
     sc = call_sizes("MPI_Scatter", stats(3, 1.0, sent=3 * 4000, recv=3 * 1000, hist={2048: 3}), 4)
     assert sc == [(pytest.approx(1000), 3)]

@@ -42,9 +42,11 @@ from ..errors import CloudhpcError
 from .curves import Curves
 
 # MPI function -> (curve, how its message size maps onto the curve's bytes)
-#   hist: the call's own histogram sizes; per_P: a histogram size divided by P (an all-to-all's
-#   bytes are all its blocks, the curve's one block); recv_mean: the bytes received per call
-#   (a scatter's root sends P blocks, every rank receives one); none: no message (barrier)
+#   hist: the call's own histogram sizes; per_P: a histogram size divided by P (an Alltoallv's
+#   histogram has all its blocks, the curve one block); block: the histogram has one block and
+#   the bytes P of them (the profiler sizes an Alltoall by its count, as mpiP does);
+#   recv_mean: the bytes received per call (a scatter's root sends P blocks, every rank receives
+#   one); none: no message (barrier)
 COLLECTIVES: dict[str, tuple[str, str]] = {
     "MPI_Barrier": ("barrier", "none"),
     "MPI_Bcast": ("bcast", "hist"),
@@ -58,7 +60,7 @@ COLLECTIVES: dict[str, tuple[str, str]] = {
     "MPI_Scatterv": ("scatterv", "recv_mean"),
     "MPI_Allgather": ("allgather", "hist"),
     "MPI_Allgatherv": ("allgatherv", "hist"),
-    "MPI_Alltoall": ("alltoall", "per_P"),
+    "MPI_Alltoall": ("alltoall", "block"),
     "MPI_Alltoallv": ("alltoallv", "per_P"),
     "MPI_Alltoallw": ("alltoallv", "per_P"),
     "MPI_Reduce_scatter": ("reduce_scatter", "hist"),
@@ -107,19 +109,21 @@ def curve_of(name: str) -> str | None:
 
 
 # ---- message sizes ------------------------------------------------------------------------
-def _hist_entries(stats: Any) -> list[tuple[float, int]]:
+def _hist_entries(stats: Any, blocks: int = 1) -> list[tuple[float, int]]:
     """(size, calls) per histogram bin: each bin [k, 2k) at k x a, with a in [1, 2) chosen so
-    that the sizes add up to the call's bytes (exact when every call is in one bin)."""
+    that the sizes add up to the call's bytes (exact when every call is in one bin); `blocks`:
+    how many histogram sizes a call's bytes count (an Alltoall's: P blocks)."""
     hist = {int(k): int(v) for k, v in stats.size_hist.items() if int(v) > 0}
+    sent, recv = stats.bytes_sent / blocks, stats.bytes_recv / blocks
     if not hist:
-        total = max(stats.bytes_sent, stats.bytes_recv)
+        total = max(sent, recv)
         if stats.count and total:
             return [(total / stats.count, stats.count)]
         return []
     lower = sum(k * n for k, n in hist.items())
     a = 1.5
     if lower > 0:
-        for total in (stats.bytes_sent, stats.bytes_recv, stats.bytes_sent + stats.bytes_recv):
+        for total in (sent, recv, sent + recv):
             if lower <= total < 2 * lower:
                 a = total / lower
                 break
@@ -137,7 +141,7 @@ def call_sizes(name: str, stats: Any, nprocs: int) -> list[tuple[float, int]]:
         return [(0.0, stats.count)] if stats.count else []
     if rule == "recv_mean":
         return [(stats.bytes_recv / stats.count, stats.count)] if stats.count else []
-    entries = _hist_entries(stats)
+    entries = _hist_entries(stats, nprocs if rule == "block" else 1)
     if rule == "per_P":
         entries = [(s / nprocs, n) for s, n in entries]
     return entries
