@@ -26,7 +26,8 @@ def real_templates(tmp_path_factory) -> dict:
 @pytest.fixture(scope="session")
 def time_limit_job(tmp_path_factory):
     """A batch job that runs past its time limit, on a one-node Slurm of its own (so it holds no
-    CPU of the other Slurm tests' node): (that Slurm, the job's directory, its job id). Slurm's
+    CPU of the other Slurm tests' node), and a profiled program's beside it: (that Slurm, the
+    jobs' directory, the run's job id, the profile's job id). Slurm's
     limits are whole minutes, checked every 30 s, so the first Slurm test of the session
     (test_slurm.py) submits it and the last one (test_slurm_submit.py) awaits it."""
     from helpers import run_cli
@@ -42,6 +43,12 @@ def time_limit_job(tmp_path_factory):
             "--submit", "--time", "1", cwd=cwd, env=own.env,
         )  # fmt: skip
         assert r.returncode == 0, r.stderr
-        yield own, cwd, r.stdout.strip()
+        # and a profiled program (profile has its own run path), beside it on the node
+        p = run_cli(
+            "profile", "-n", "1", "--submit", "--time", "1", "--", "tail", "-f", "in.txt",
+            cwd=cwd, env=own.env,
+        )  # fmt: skip
+        assert p.returncode == 0, p.stderr
+        yield own, cwd, r.stdout.strip(), p.stdout.strip()
     finally:
         local.stop(own.root)

@@ -58,8 +58,8 @@ def cloudhpc_json(slurm, *args: str, n: int = 2) -> dict:
 
 
 def test_the_slurm_is_private_and_this_machine(slurm, time_limit_job):
-    own, _, job_id = time_limit_job  # submitted now, awaited by test_slurm_submit.py
-    assert own.root != slurm.root and job_id.isdigit()
+    own, _, job_id, profile_id = time_limit_job  # submitted now, awaited by test_slurm_submit
+    assert own.root != slurm.root and job_id.isdigit() and profile_id.isdigit()
     conf = slurm.conf.read_text()
     hw = local.node_hardware()
     assert f"CPUs={hw['CPUs']}" in conf and f"RealMemory={hw['RealMemory']}" in conf

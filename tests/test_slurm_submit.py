@@ -193,14 +193,15 @@ def _cmdline(pid: int) -> list[str]:
 
 
 def test_a_job_ended_at_its_time_limit_is_recorded_as_timeout(time_limit_job):
-    own, cwd, job_id = time_limit_job
-    (row,) = wait_jobs(own.env, cwd, timeout=240)
-    assert row["job"] == job_id and row["state"] == "TIMEOUT", row
-    (record_id,) = row["records"]
-    rec = record(cwd, record_id)
-    assert rec["status"] == "timeout" and rec["exit_code"] == 143
-    assert rec["launch"]["slurm"]["job_id"] == job_id and rec["app"] == "files"
-    assert not _job_processes(job_id)
+    own, cwd, job_id, profile_id = time_limit_job
+    rows = {row["job"]: row for row in wait_jobs(own.env, cwd, timeout=240)}
+    for job, app in ((job_id, "files"), (profile_id, "profile")):
+        assert rows[job]["state"] == "TIMEOUT", rows
+        (record_id,) = rows[job]["records"]
+        rec = record(cwd, record_id)
+        assert rec["status"] == "timeout" and rec["exit_code"] == 143
+        assert rec["launch"]["slurm"]["job_id"] == job and rec["app"] == app
+        assert not _job_processes(job)
 
 
 CAMPAIGN = """\

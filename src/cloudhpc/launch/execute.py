@@ -63,7 +63,7 @@ def run_job(
                 try:
                     outcome = run_plan(plan, monitor, ran.timeout_s)
                 except Terminated:
-                    _record_time_limit(ran, plan, started, probe, annotate)
+                    record_time_limit(ran, plan, started, probe, annotate)
                     raise
             launch = {
                 "argv": plan.argv,
@@ -86,7 +86,7 @@ def run_job(
         return _record(ran, plan, outcome, started, launch, probe, exit_code, annotate)
 
 
-def _record_time_limit(
+def record_time_limit(
     job: Job, plan, started: dt.datetime, probe: Probe, annotate: dict[str, Any] | None
 ) -> None:
     """Inside a batch job that Slurm ends at its time limit (SIGTERM, reason TimeLimit): the run

@@ -20,6 +20,7 @@ from typing import Any
 from ..atomic import dir_mode, room_error, write_json
 from ..errors import NO_ROOM, CloudhpcError, EnvironmentFailure, cannot_write, no_room
 from ..job import Job
+from ..launch.execute import record_time_limit
 from ..launch.runner import (
     Monitor,
     Outcome,
@@ -38,6 +39,7 @@ from ..results.store import (
     now_utc,
     write_record,
 )
+from ..signals import Terminated
 from . import callsites, plots, report
 from .build import library_path, python_helper
 from .model import Profile, read_rank_dir
@@ -154,7 +156,11 @@ def run_profiled(
         # program_argv None: the launcher starts its normal worker running job.app
         with provisioned(job) as job:  # --env capped:RATE: a cluster for the run
             plan = plan_job(job, program_argv, env)
-            outcome = run_plan(plan, monitor or Monitor(), job.timeout_s)
+            try:
+                outcome = run_plan(plan, monitor or Monitor(), job.timeout_s)
+            except Terminated:  # a batch job Slurm ends at its time limit: `timeout`
+                record_time_limit(job, plan, started, probe, None)
+                raise
         if outcome.error and outcome.error.get("kind") in ("usage", "environment"):
             raise_for_failure(outcome)  # a bad app parameter, a full disk: one line, no profile
         profile = read_rank_dir(rank_dir, job.nprocs)
