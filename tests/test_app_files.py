@@ -125,3 +125,20 @@ def test_name_and_out_placeholders_let_a_program_write_its_own_files(tmp_path, r
     assert r.returncode == 0, r.stderr
     for i in range(3):
         assert (out / f"r{i}.fsa.contigs").read_text() == f"reads {i}"
+
+
+def test_a_program_stopped_from_outside_leaves_no_output(tmp_path):
+    """scancel or Ctrl-C reaches the item's program a moment before its rank: what the program
+    wrote is partial and gets no name in --out."""
+    from cloudhpc.apps.files.runner import run_one
+    from cloudhpc.models.map_only import ItemError
+
+    (tmp_path / "a.txt").write_text("x\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(ItemError, match="stopped by SIGTERM"):
+        run_one(["sh", "-c", "echo partial; kill -TERM $$"], out, None, str(tmp_path / "a.txt"))
+    assert list(out.iterdir()) == []
+    with pytest.raises(ItemError, match="exit code 3"):  # an ordinary failure keeps its output
+        run_one(["sh", "-c", "echo said; exit 3"], out, None, str(tmp_path / "a.txt"))
+    assert (out / "a.txt.stdout").read_text() == "said\n"

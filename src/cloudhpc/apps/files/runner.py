@@ -3,7 +3,8 @@
 The program runs in a process group of its own (procs.run_group): when it ends or times out, the
 whole group is killed, so no child it started lives on. Its stdout and stderr go straight into
 unnamed files (atomic.atomic_file) that get their names only when the item is over: a run that is
-stopped half-way, even by SIGKILL, leaves no partial or hidden file in --out. A program that fails
+stopped half-way, even by SIGKILL, leaves no partial or hidden file in --out (nor does a program
+that a stop reaches before its rank). A program that fails
 on a full disk (or quota) stops the run with one line naming its output (atomic.room_error).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 from pathlib import Path
 
 from ...atomic import atomic_file, room_error
@@ -18,6 +20,10 @@ from ...errors import cannot_write
 from ...models.map_only import ItemError
 from ...procs import run_group
 from .cli import PLACEHOLDER
+
+# A program ended by one of these was stopped from outside (scancel, Ctrl-C, a killed job: the
+# rank gets the same signal a moment later): its output is partial and is not kept.
+_STOPPED = {-int(s): s.name for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGKILL)}
 
 _FIELD = re.compile(r"\{input\}|\{name\}|\{out\}")
 
@@ -38,6 +44,8 @@ def run_one(argv_template: list[str], out_dir: Path, timeout: float | None, path
     ):
         try:
             code = run_group(argv, stdout=fo, stderr=fe, timeout=timeout)
+            if code in _STOPPED:  # raised inside the block: neither file gets its name
+                raise ItemError(f"stopped by {_STOPPED[code]}", exit_code=code)
             if code is None:
                 problem = f"timed out after {timeout:g} s"
             else:
