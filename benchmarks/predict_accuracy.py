@@ -80,6 +80,14 @@ def target_args(target: str, hosts_file: str | None, name: str) -> list[str]:
     return ["--hosts", hosts_file]
 
 
+def breakdown(rows: list[dict], top: int = 5) -> list[dict]:
+    """The prediction's heaviest calls (source or predicted), to see where a miss comes from."""
+    keys = ("call", "model", "calls", "size_bytes", "source_s", "target_transfer_s")
+    keys += ("predicted_s", "extrapolated")
+    heavy = sorted(rows, key=lambda r: -max(r["source_s"], r["predicted_s"]))[:top]
+    return [{k: r[k] for k in keys if k in r} for r in heavy]
+
+
 def one_round(r: int, apps: dict, targets: list[str], hosts_file: str | None, name: str):
     """Every (workload, target) once: [{workload, target, predicted, measured, ...}]."""
     rows = []
@@ -108,6 +116,8 @@ def one_round(r: int, apps: dict, targets: list[str], hosts_file: str | None, na
                     "load": load,
                     "load_after": os.getloadavg()[0],
                     "curves_measured_now": bool(pred["target"]["curves_measured_now"]),
+                    "notes": pred["prediction"].get("notes", []),
+                    "breakdown": breakdown(pred["rows"]),
                     "profile": prof["id"],
                     "commands": [prof["_cmd"], pred["_cmd"], run["_cmd"]],
                 }
