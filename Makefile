@@ -15,10 +15,11 @@ STAMP := $(VENV)/.installed
 DEB_PACKAGES := iproute2 binutils chromium chromium-driver slurm-wlm munge libpmix-dev
 # Debian packages the benchmarks compare with: velvet (assemble_velvet.py); gfortran, mpich and
 # libmpich-dev build the reference NPB (npb_mops.py, profiler_vs_mpip.py) and mpiP against
-# Debian's MPICH; g++ builds IMB (build-imb.sh, middlewares.py); a Java runtime runs PySpark (kmeans_*.py).
+# Debian's MPICH; g++ builds IMB (build-imb.sh, middlewares.py); a Java runtime runs PySpark (kmeans_*.py);
+# Maven and a Java 17 JDK build the Hadoop and Giraph peers (benchmarks/peers/hadoop, seed_peers.py).
 # mpiP is built without libunwind and libbfd (build-mpip.sh), so it needs neither.
 # `make bench` installs them with apt-get's own progress; no benchmark script installs anything.
-BENCH_DEB_PACKAGES := velvet gfortran mpich libmpich-dev g++ default-jre-headless
+BENCH_DEB_PACKAGES := velvet gfortran mpich libmpich-dev g++ default-jre-headless maven openjdk-17-jdk-headless
 
 # Installing munge and slurm-wlm would start their daemons with Debian's default configuration
 # (invoke-rc.d, deb-systemd-invoke): a policy-rc.d that says no (exit 101) stops that while apt
@@ -87,6 +88,9 @@ bench: $(STAMP)
 	else echo "missing: $$missing; as root: apt-get install $$missing" >&2; exit 1; fi
 	@echo "== MPI implementations: Open MPI and Intel MPI from PyPI (benchmarks/middlewares.py)"
 	$(BIN)/cloudhpc mpi install --all
+	@echo "== Java peers: Hadoop 3.4.1 MapReduce and Giraph 1.3.0 (benchmarks/seed_peers.py), built by"
+	@echo "   Maven; slow the first time (about 300 MB of jars from Maven Central), seconds after"
+	mvn -B -f benchmarks/peers/hadoop/pom.xml package
 	@echo "== ready: .venv/bin/python benchmarks/NAME.py --help (results in benchmarks/runs/)"
 
 clean:
