@@ -73,3 +73,21 @@ def test_swg_names_the_ranks_without_work(tmp_path, results):
     assert m["idle_ranks"] == 2 and m["load_balance_max_over_min"] is None
     assert abs(m["load_balance_max_over_mean"] - 3.0) < 1e-9  # all the work on one of 3
     assert "inf" not in rec["report"] and "2 of 3 ranks had no pairs to align" in rec["report"]
+
+
+def test_hydras_exit_report_over_several_hosts_is_read_whole():
+    """Hydra prints each further host's statuses on a line of its own: none reaches the user,
+    and the ranks are counted across the lines in host order."""
+    from cloudhpc.mpi.mpich import Mpich
+
+    stderr = (
+        "rank 2 said this\n"
+        "[mpiexec@vm] Exit codes: [chpc-t-h0] 0,0\n"
+        "[chpc-t-h1] 0,768\n"
+        "[chpc-t-h2] 139\n"
+        "[chpc-t-h3] not a report line\n"
+    )
+    kept, failed = Mpich().rank_exits(stderr)
+    assert kept == "rank 2 said this\n[chpc-t-h3] not a report line\n"
+    assert failed == {3: 768, 4: 139}
+    assert Mpich().rank_exits("[mpiexec@vm] Exit codes: [a] 0\n[b] 0\n") == ("", {})

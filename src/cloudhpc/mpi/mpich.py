@@ -32,6 +32,8 @@ def venv_bin(name: str) -> str:
 
 
 EXIT_REPORT = re.compile(r"\[mpiexec@[^\]]*\] Exit codes: (.*)")
+# with several hosts, each host after the first is on a line of its own: "[HOST2] 0,0"
+EXIT_REPORT_MORE = re.compile(r"\[[^\]@]*\]\s+(\d+(?:,\d+)*)")
 
 
 class Mpich(MpiImplementation):
@@ -44,19 +46,23 @@ class Mpich(MpiImplementation):
     daemon_names = ("mpiexec", "mpiexec.hydra", "hydra_pmi_proxy")
     noise_prefixes = ("=====", "BAD TERMINATION", "PID ", "RUNNING AT ", "EXIT CODE", "CLEANING UP")
     srun_mpi = "pmi2"
-    # "[mpiexec@HOST] Exit codes: [HOST] 0,768 [HOST2] 0,0": wait statuses, host by host, in
-    # rank order (ranks fill the hosts in the order given)
+    # "[mpiexec@HOST] Exit codes: [HOST] 0,768" then "[HOST2] 0,0" (a line per further host):
+    # wait statuses, host by host, in rank order (ranks fill the hosts in the order given)
     exit_report_args = ("-print-all-exitcodes",)
 
     def rank_exits(self, stderr: str) -> tuple[str, dict[int, int]]:
-        kept, failed = [], {}
+        kept, statuses, in_report = [], [], False
         for line in stderr.splitlines(keepends=True):
             m = EXIT_REPORT.match(line.strip())
-            if m is None:
+            if m is not None:
+                statuses = [int(s) for s in re.findall(r"\d+", re.sub(r"\[[^\]]*\]", " ", m[1]))]
+                in_report = True
+            elif in_report and (more := EXIT_REPORT_MORE.fullmatch(line.strip())):
+                statuses += [int(s) for s in more[1].split(",")]
+            else:
+                in_report = False
                 kept.append(line)
-                continue
-            statuses = [int(s) for s in re.findall(r"\d+", re.sub(r"\[[^\]]*\]", " ", m[1]))]
-            failed = {rank: s for rank, s in enumerate(statuses) if s}
+        failed = {rank: s for rank, s in enumerate(statuses) if s}
         return "".join(kept), failed
 
     def prefix(self) -> Path:
