@@ -546,6 +546,11 @@ class Bench:
 # output
 
 
+def num(x: float) -> str:
+    """3 significant digits, without an exponent from 1000 up."""
+    return f"{x:.3g}" if abs(x) < 1000 else f"{x:.0f}"
+
+
 def report(bench: Bench, cfg: dict, where: str) -> dict:
     sizes = cfg["sizes"]
     systems = [s for s in KMEANS_SYSTEMS if any((("kmeans", s, n) in bench.times) for n in sizes)]
@@ -554,7 +559,7 @@ def report(bench: Bench, cfg: dict, where: str) -> dict:
         "# The seeds' own systems: Hadoop MapReduce 3.4.1 and Giraph 1.3.0 beside cloudhpc",
         "",
         f"Machine: {where}.",
-        f"Load average (1 min): {bench.load_start:.2f} at the start, {load_average():.2f} at "
+        f"Load average (1 min): {bench.load_start:.2f} at the start, {bench.load_end:.2f} at "
         "the end (a shared machine: not figures of record).",
         f"Median of {cfg['rounds']} interleaved round(s). k-means: K = {K}, 2-D, "
         f"{cfg['iterations']} iterations, same initial centers; 'diff' is max |c - c_ref| / max "
@@ -574,8 +579,8 @@ def report(bench: Bench, cfg: dict, where: str) -> dict:
         ratio = f"{last / ref:.1f}" if last and ref else "-"
         diff = max(bench.diffs.get(("kmeans", s, n), 0.0) for n in sizes)
         eq = all(bench.equal.get(("kmeans", s, n), False) for n in sizes)
-        cells = [f"{m:.3g}" if m is not None else "-" for m in med]
-        per_it = f"{last / cfg['iterations']:.3g}" if last else "-"
+        cells = [num(m) if m is not None else "-" for m in med]
+        per_it = num(last / cfg["iterations"]) if last else "-"
         lines.append(
             f"| {KMEANS_SYSTEMS[s]} | " + " | ".join(cells) + f" | {per_it} | {ratio} | "
             f"{diff:.1e} | {'yes' if eq else 'NO'} |"
@@ -590,7 +595,7 @@ def report(bench: Bench, cfg: dict, where: str) -> dict:
             m = bench.median(workload, s, size)
             if m is not None:
                 eq = bench.equal.get((workload, s, size), False)
-                lines.append(f"| {workload} | {s} | {what} | {m:.3g} | {'yes' if eq else 'NO'} |")
+                lines.append(f"| {workload} | {s} | {what} | {num(m)} | {'yes' if eq else 'NO'} |")
     lines += ["", f"## PageRank, {cfg['pr_iterations']} iterations, ms per iteration", "",
               "| graph (vertices/edges) | Giraph 1.3.0 (1 worker, 2 threads) | cloudhpc bsp "
               "(2 ranks) | Giraph / cloudhpc | diff Giraph | diff cloudhpc | equal |",
@@ -601,15 +606,15 @@ def report(bench: Bench, cfg: dict, where: str) -> dict:
         eq = all(bench.equal.get(("pagerank", s, size), False) for s in ("giraph", "cloudhpc")
                  if ("pagerank", s, size) in bench.times)  # fmt: skip
         lines.append(
-            f"| {v:,} / {m:,} | {g * 1e3:.3g} | {c * 1e3:.3g} | {g / c:.1f} | "
+            f"| {v:,} / {m:,} | {num(g * 1e3)} | {num(c * 1e3)} | {g / c:.1f} | "
             f"{bench.diffs.get(('pagerank', 'giraph', size), 0):.1e} | "
             f"{bench.diffs.get(('pagerank', 'cloudhpc', size), 0):.1e} | {'yes' if eq else 'NO'} |"
             if g is not None and c is not None
-            else f"| {v:,} / {m:,} | - | {(c or 0) * 1e3:.3g} | - | - | - | - |"
+            else f"| {v:,} / {m:,} | - | {num((c or 0) * 1e3)} | - | - | - | - |"
         )
     lines += ["", "## Start-up and other side figures (medians, seconds)", ""]
     for key, vals in sorted(bench.extra.items()):
-        lines.append(f"- {key}: {statistics.median(vals):.3g}")
+        lines.append(f"- {key}: {num(statistics.median(vals))}")
     lines += ["", "## Commands", ""]
     for key, cmd in sorted(bench.commands.items()):
         lines.append(f"- {key}: `{cmd}`")
@@ -617,7 +622,7 @@ def report(bench: Bench, cfg: dict, where: str) -> dict:
     # RESULTS.md (with --save only): the tables, the side figures and the picture, not the
     # commands (they name this run's temporary files)
     body = "\n".join(lines[2 : lines.index("## Commands")]).replace("\n## ", "\n### ")
-    run = "seed_peers.py " + shlex.join(sys.argv[1:])
+    run = "seed_peers.py " + shlex.join(bench.argv)
     update_results_md(
         "seed_peers",
         "The seeds' own systems: Hadoop MapReduce and Giraph (issue 28)",
@@ -651,7 +656,7 @@ def figure(bench: Bench, cfg: dict, where: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.8), gridspec_kw={"width_ratios": [3, 2]})
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 5.8), gridspec_kw={"width_ratios": [3, 2]})
     markers = dict(zip(KMEANS_SYSTEMS, "osD^vx*", strict=True))
     for s, label in KMEANS_SYSTEMS.items():
         pts = [(n, bench.median("kmeans", s, n)) for n in cfg["sizes"]]
@@ -664,7 +669,7 @@ def figure(bench: Bench, cfg: dict, where: str) -> None:
     ax.set_ylabel(f"seconds ({cfg['iterations']} iterations, K = {K})")
     ax.set_title("k-means: time against the number of points")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncol=2)
     labels, giraph, cloud = [], [], []
     for v, m in cfg["graphs"]:
         size = f"{v}/{m}"
@@ -678,8 +683,9 @@ def figure(bench: Bench, cfg: dict, where: str) -> None:
     bx.set_yscale("log")
     bx.set_ylabel("ms per iteration")
     bx.set_title(f"PageRank (R-MAT), {cfg['pr_iterations']} iterations")
-    bx.legend(fontsize=7)
-    fig.suptitle(f"{where}; load {bench.load_start:.1f}-{load_average():.1f}", fontsize=7)
+    bx.set_ylim(top=max(giraph + cloud + [1.0]) * 10)  # room for the legend above the bars
+    bx.legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"{where}; load {bench.load_start:.1f}-{bench.load_end:.1f}", fontsize=7)
     fig.tight_layout()
     save_figure(fig, "seed_peers.png")
 
@@ -740,6 +746,32 @@ def headline(bench: Bench, cfg: dict) -> dict:
     }
 
 
+def replot(run_dir: Path) -> None:
+    """The tables and the picture again from a run's seed_peers.json (with --save: into
+    benchmarks/results/ and RESULTS.md); the JSON itself is left as it is."""
+    path = run_dir / "seed_peers.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        raise SystemExit(f"seed_peers.py: --replot: cannot read {path}: {e}") from None
+    cfg = {**data["config"], "graphs": [tuple(g) for g in data["config"]["graphs"]]}
+
+    def key(row: dict) -> tuple:
+        size = row["size"]
+        return row["workload"], row["system"], int(size) if size.isdigit() else size
+
+    bench = object.__new__(Bench)  # a Bench of the saved figures, for report() and figure()
+    bench.times = {key(r): r["seconds"] for r in data["times"]}
+    bench.diffs = {key(r): r["diff"] for r in data["diffs"]}
+    bench.equal = {key(r): r["equal"] for r in data["equal"]}
+    bench.extra, bench.commands = data["extra"], data["commands"]
+    bench.load_start, bench.load_end = data["load_average"]["start"], data["load_average"]["end"]
+    bench.argv = data.get("argv", ["--save"])
+    bench.inp = argparse.Namespace(events_txt=[None] * data["headline"]["files"]["files"])
+    report(bench, cfg, data["machine"])
+    figure(bench, cfg, data["machine"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -755,7 +787,12 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", metavar="N", help="k-means point counts")
     ap.add_argument("--iterations", type=int, help="k-means iterations (default 3, quick 2)")
     ap.add_argument("--skip", nargs="*", default=[], choices=SKIPPABLE, help="leave peers out")
+    ap.add_argument("--replot", type=Path, metavar="RUN_DIR",
+                    help="no run: redraw from RUN_DIR/seed_peers.json")  # fmt: skip
     args = parse_args(ap)
+    if args.replot is not None:
+        replot(args.replot)
+        return
     cfg = dict(QUICK if args.quick else FULL)
     for key in ("rounds", "sizes", "iterations"):
         if getattr(args, key) is not None:
@@ -773,14 +810,16 @@ def main() -> None:
         tmp = Path(tmp_name)
         inputs = Inputs(tmp, cfg)
         bench = Bench(args, cfg, inputs, tmp)
-        bench.load_start = load_start
+        bench.load_start, bench.argv = load_start, sys.argv[1:]
         t0 = time.perf_counter()
         bench.run()
         print(f"all rounds: {time.perf_counter() - t0:.0f} s", flush=True)
+        bench.load_end = load_average()
         data = report(bench, cfg, where)
         figure(bench, cfg, where)
         result = headline(bench, cfg)
         data["headline"] = result
+        data["argv"] = bench.argv
         write_json("seed_peers", data)
     equal = all(v["equal"] for v in result.values())
     if args.check:
