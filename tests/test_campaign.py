@@ -577,3 +577,17 @@ def test_filters_count_only_the_campaigns_current_run():
     assert [r["id"] for r in filter_records(records, campaign="c")] == ["c20260102T000000-bbbbbb1"]
     assert [r["id"] for r in filter_records(records, campaign="d")] == ["dx1"]
     assert filter_records(records, campaign="none") == []
+
+
+def test_a_new_run_id_sorts_after_the_newest_even_within_one_second():
+    import datetime as dt
+
+    from cloudhpc.results.campaigns import new_run_id
+
+    now = dt.datetime(2026, 11, 26, 13, 25, 38, tzinfo=dt.UTC)
+    assert new_run_id(now, after="20261126T132538-ffff00") == "20261126T132538-ffff01"
+    assert new_run_id(now, after="20261126T132538-ffffff") == "20261126T132539-000000"
+    assert new_run_id(now, after="20261126T132537-ffffff").startswith("20261126T132538-")
+    assert new_run_id(now, after="odd") > "odd"
+    for _ in range(200):  # the random part never decides
+        assert new_run_id(now, after="20261126T132538-800000") > "20261126T132538-800000"

@@ -346,6 +346,7 @@ def handle_run(args: argparse.Namespace) -> int:
     if args.run_index is not None:
         return _run_one(plan, args.run_index, args.run_id)
     state, records = _state(plan)
+    newest = state.run_id  # a fresh run's id must sort after it
     if args.fresh:
         state = State(None, {}, state.older_records + len(state.done))
     todo = to_run(plan, state, args.retry_failed)
@@ -353,7 +354,7 @@ def handle_run(args: argparse.Namespace) -> int:
     runs = [state.run_id, args.run_id]
     if not args.fresh:
         runs.append(batch_campaign.submitted_run(plan.results, campaign.name))
-    run_id = max((r for r in runs if r), default=None) or new_run_id()
+    run_id = max((r for r in runs if r), default=None) or new_run_id(after=newest)
     _warn_changed(plan, state)
     if args.submit:
         return _submit(plan, state, todo, run_id, opts, args)

@@ -20,9 +20,24 @@ from typing import Any
 Key = tuple[str, str, int]  # (workload, cell as canonical JSON, repetition)
 
 
-def new_run_id(when: dt.datetime | None = None) -> str:
+STAMP = "%Y%m%dT%H%M%S"
+
+
+def new_run_id(when: dt.datetime | None = None, after: str | None = None) -> str:
+    """A new run id, greater than `after` (the newest run so far): two runs made within one
+    second would otherwise be ordered by their random part, and the newer might not count."""
     when = when or dt.datetime.now(dt.UTC)
-    return f"{when:%Y%m%dT%H%M%S}-{secrets.token_hex(3)}"
+    rid = f"{when:{STAMP}}-{secrets.token_hex(3)}"
+    if after is None or rid > after:
+        return rid
+    stamp, _, tail = after.partition("-")
+    try:
+        following = int(tail, 16) + 1
+        if following < 16**6:
+            return f"{stamp}-{following:06x}"
+        return f"{dt.datetime.strptime(stamp, STAMP) + dt.timedelta(seconds=1):{STAMP}}-000000"
+    except ValueError:  # not an id of this shape: one that sorts after it
+        return f"{after}-{secrets.token_hex(3)}"
 
 
 def cell_text(cell: dict[str, Any]) -> str:
