@@ -23,6 +23,18 @@ def real_templates(tmp_path_factory) -> dict:
     return make(tmp_path_factory.mktemp("templates"))
 
 
+@pytest.fixture(scope="module")
+def slurm():
+    """A one-node Slurm of the test module's own (tests marked helpers.needs_slurm)."""
+    from cloudhpc.slurm import local
+
+    s = local.start()
+    try:
+        yield s
+    finally:
+        local.stop(s.root)
+
+
 @pytest.fixture(scope="session")
 def time_limit_job(tmp_path_factory):
     """A batch job that runs past its time limit, on a one-node Slurm of its own (so it holds no

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
@@ -62,3 +64,15 @@ def assert_no_new_topology_file(before: set[str], wait_s: float = 10) -> None:
     while (left := hydra_topology_files() - before) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert not left
+
+
+def _slurm_missing() -> bool:
+    from cloudhpc.slurm import local
+
+    return os.geteuid() != 0 or bool(local.programs_missing())
+
+
+# the tests that start a one-node Slurm (the `slurm` fixture in conftest.py)
+needs_slurm = pytest.mark.skipif(
+    _slurm_missing(), reason="needs root and Debian's slurm-wlm and munge (make test installs them)"
+)

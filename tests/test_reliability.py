@@ -540,7 +540,8 @@ def test_the_next_run_sweeps_what_a_sigkilled_run_left(tmp_path):
     """SIGKILL runs no handler: the run's control directory and the temporaries its ranks
     registered stay, until the next run finds their cloudhpc process gone."""
     from cloudhpc.context import TEMPORARIES
-    from cloudhpc.launch.runner import OWNER, sweep_orphaned_runs
+    from cloudhpc.launch.runner import sweep_orphaned_runs
+    from cloudhpc.procs import OWNER_FILE as OWNER
     from cloudhpc.procs import start_time
 
     dead = subprocess.Popen([sys.executable, "-c", "pass"])

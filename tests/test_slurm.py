@@ -17,25 +17,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from helpers import BIN, run_cli
+from helpers import BIN, needs_slurm, run_cli
 
 from cloudhpc.slurm import local
 
 HOST = socket.gethostname().split(".")[0]
 
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or bool(local.programs_missing()),
-    reason="needs root and Debian's slurm-wlm and munge (make test installs them)",
-)
-
-
-@pytest.fixture(scope="module")
-def slurm():
-    s = local.start()
-    try:
-        yield s
-    finally:
-        local.stop(s.root)
+pytestmark = needs_slurm  # the `slurm` fixture (one Slurm per module): conftest.py
 
 
 def salloc(slurm, *argv: str, n: int = 2, timeout: float = 240) -> subprocess.CompletedProcess:

@@ -18,23 +18,9 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import BIN, assert_one_line_error
+from helpers import BIN, assert_one_line_error, needs_slurm
 
-from cloudhpc.slurm import local
-
-pytestmark = pytest.mark.skipif(
-    os.geteuid() != 0 or bool(local.programs_missing()),
-    reason="needs root and Debian's slurm-wlm and munge (make test installs them)",
-)
-
-
-@pytest.fixture(scope="module")
-def slurm():
-    s = local.start()
-    try:
-        yield s
-    finally:
-        local.stop(s.root)
+pytestmark = needs_slurm  # the `slurm` fixture (one Slurm per module): conftest.py
 
 
 def cli(slurm_env: dict, *args: str, cwd: Path, timeout: float = 120):

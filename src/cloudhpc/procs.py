@@ -78,6 +78,39 @@ def start_time(pid: int) -> str | None:
     return fields[19].decode() if len(fields) > 19 else None
 
 
+OWNER_FILE = "owner"  # in a directory a process made for itself: "PID START_TIME" of that process
+
+
+def owner_line(pid: int | None = None) -> str:
+    """What an owner file holds for `pid` (default: this process)."""
+    pid = os.getpid() if pid is None else pid
+    return f"{pid} {start_time(pid)}"
+
+
+def orphaned_dirs(tmpdir: str | None, prefix: str) -> list[str]:
+    """The directories `prefix*` in `tmpdir` (default: the temporary directory) whose owner file
+    names a process that is gone. A directory without a readable owner file (another's, or one
+    being made right now) or whose file says `none` (kept on purpose) is never one of them."""
+    import tempfile
+
+    try:
+        entries = list(os.scandir(tmpdir or tempfile.gettempdir()))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        if not entry.name.startswith(prefix) or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            with open(os.path.join(entry.path, OWNER_FILE)) as fh:
+                pid, started = fh.read().split()
+            if start_time(int(pid)) != started:
+                found.append(entry.path)
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 def started_at(pid: int | None = None) -> float | None:
     """When process `pid` (default: this one) started, as time.time() would have said: its
     start in clock ticks since boot, against the time since boot now (/proc/uptime). 10 ms."""

@@ -33,7 +33,7 @@ from ..results.campaigns import campaign_records, new_run_id
 from ..results.store import check_writable, load_records
 from .common import DEFAULT_RESULTS, collecting
 from .parser import add_subparser, raising_errors
-from .ui import err, print_table
+from .ui import err, print_table, progress_bar
 
 # the commands a workload may be: each runs one job through cli/common.execute
 RUNNABLE = ("run", "npb", "bench")
@@ -242,25 +242,8 @@ class Display:
         self.plan = plan
         self.total = total
         self.verbose = verbose
-        self.progress = None
-        if sys.stderr.isatty():
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            self.progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.fields[eta]}"),
-                TextColumn("{task.fields[label]}"),
-                console=err.rich,
-            )
+        self.progress = progress_bar("{task.description}", "eta", "label")
+        if self.progress is not None:
             self.task = self.progress.add_task(
                 f"campaign {plan.campaign.name}", total=total, eta="", label=""
             )

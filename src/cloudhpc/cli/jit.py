@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
@@ -29,7 +28,7 @@ from typing import Any
 
 from ..errors import CloudhpcError
 from .parser import add_subparser
-from .ui import err, print_table
+from .ui import err, print_table, progress_bar
 
 
 @dataclass(frozen=True)
@@ -249,24 +248,8 @@ class _Bar:
     def __init__(self, total: int) -> None:
         self.total = total
         self.count = 0
-        self._progress = None
-        if sys.stderr.isatty():
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            self._progress = Progress(
-                TextColumn("compiling"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.fields[label]}"),
-                console=err.rich,
-            )
+        self._progress = progress_bar("compiling", "label")
+        if self._progress is not None:
             self._task = self._progress.add_task("jit", total=total, label="")
             self._progress.start()
 

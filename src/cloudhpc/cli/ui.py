@@ -40,6 +40,32 @@ out = _LazyConsole(soft_wrap=True, width=None if sys.stdout.isatty() else 240)
 err = _LazyConsole(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 240)
 
 
+def progress_bar(first: str, *fields: str, transient: bool = False) -> Progress | None:
+    """A rich bar on stderr (None off a terminal, where a bar shows nothing): `first` as its
+    first column (a format such as "{task.description}"), then the bar, done/total and the time
+    elapsed, then a column per task field named in `fields`. Not started."""
+    if not sys.stderr.isatty():
+        return None
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    columns = [TextColumn(f"{{task.fields[{name}]}}") for name in fields]
+    return Progress(
+        TextColumn(first),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        *columns,
+        console=err.rich,
+        transient=transient,
+    )
+
+
 class ProgressMonitor(Monitor):
     """A progress bar on stderr while ranks run; rank output goes to stderr under --json."""
 
@@ -53,23 +79,7 @@ class ProgressMonitor(Monitor):
         if not sys.stderr.isatty():  # a transient bar shows nothing off a terminal
             return
         if self._progress is None:
-            from rich.progress import (
-                BarColumn,
-                MofNCompleteColumn,
-                Progress,
-                TextColumn,
-                TimeElapsedColumn,
-            )
-
-            self._progress = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TimeElapsedColumn(),
-                TextColumn("{task.fields[label]}"),
-                console=err.rich,
-                transient=True,
-            )
+            self._progress = progress_bar("{task.description}", "label", transient=True)
             self._progress.start()
             self._task = self._progress.add_task(self.title, total=total, label=label)
         self._progress.update(self._task, completed=done, total=total, label=label)

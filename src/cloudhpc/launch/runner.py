@@ -28,6 +28,7 @@ from ..errors import CloudhpcError, EnvironmentFailure, RunFailed
 from ..job import Job
 from ..mpi import get_implementation
 from ..procs import (
+    OWNER_FILE,
     StrayWatch,
     all_pids,
     descendants,
@@ -36,7 +37,8 @@ from ..procs import (
     kill,
     kill_group,
     open_files,
-    start_time,
+    orphaned_dirs,
+    owner_line,
     tagged,
 )
 from .base import get_launcher
@@ -114,37 +116,21 @@ def _filter_noise(text: str, noise: tuple[str, ...]) -> str:
 CONTROL_DIR_PREFIX = "cloudhpc-run-"  # a run's control directory, in the temporary directory
 # where an MPI runtime's files for one run go (shared-memory segments among them): memory
 _SCRATCH_ROOT = "/dev/shm" if os.path.isdir("/dev/shm") else None
-OWNER = "owner"  # in it: "PID START_TIME" of the cloudhpc process that made it
 
 
 def _write_owner(control_dir: str) -> None:
-    with open(os.path.join(control_dir, OWNER), "w") as fh:
-        fh.write(f"{os.getpid()} {start_time(os.getpid())}")
+    with open(os.path.join(control_dir, OWNER_FILE), "w") as fh:
+        fh.write(owner_line())
 
 
 def sweep_orphaned_runs(tmpdir: str | None = None) -> list[str]:
     """Remove the control directories (and the temporaries their ranks registered) of runs
     whose cloudhpc process is gone: only a SIGKILL leaves one, as no handler runs. Returns the
     directories removed."""
-    tmpdir = tmpdir or tempfile.gettempdir()
-    removed = []
-    try:
-        entries = list(os.scandir(tmpdir))
-    except OSError:
-        return removed
-    for entry in entries:
-        if not entry.name.startswith(CONTROL_DIR_PREFIX) or not entry.is_dir(follow_symlinks=False):
-            continue
-        try:
-            with open(os.path.join(entry.path, OWNER)) as fh:
-                pid, started = fh.read().split()
-        except (OSError, ValueError):  # not ours, or being made right now
-            continue
-        if start_time(int(pid)) == started:  # its cloudhpc is still running
-            continue
-        remove_temporaries(entry.path)
-        shutil.rmtree(entry.path, ignore_errors=True)
-        removed.append(entry.path)
+    removed = orphaned_dirs(tmpdir, CONTROL_DIR_PREFIX)
+    for path in removed:
+        remove_temporaries(path)
+        shutil.rmtree(path, ignore_errors=True)
     return removed
 
 

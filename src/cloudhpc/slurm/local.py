@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CloudhpcError
-from ..procs import end_tagged, start_time
+from ..procs import OWNER_FILE, end_tagged, orphaned_dirs, owner_line
 
 PREFIX = "cloudhpc-slurm-"
 TOKEN_VAR = "CLOUDHPC_SLURM_INSTANCE"
@@ -154,21 +154,7 @@ PartitionName={partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 
 
 def _owner_text(owner: int | None) -> str:
-    return "none" if owner is None else f"{owner} {start_time(owner)}"
-
-
-def _owner_gone(root: Path) -> bool:
-    try:
-        text = (root / "owner").read_text().split()
-    except OSError:
-        return False  # not one of ours, or being made right now
-    if text == ["none"]:
-        return False
-    try:
-        pid, started = int(text[0]), text[1]
-    except (IndexError, ValueError):
-        return False
-    return start_time(pid) != started
+    return "none" if owner is None else owner_line(owner)
 
 
 def _daemon_env(root: Path) -> dict[str, str]:
@@ -214,7 +200,7 @@ def start(
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)  # munged requires its socket's directories to be searchable by all
     owner = os.getpid() if owner == -1 else owner
-    (root / "owner").write_text(_owner_text(owner))
+    (root / OWNER_FILE).write_text(_owner_text(owner))
     try:
         _start(root, partition, timeout)
     except BaseException:
@@ -337,17 +323,9 @@ def stop(root: str | os.PathLike) -> None:
 
 def sweep(tmpdir: str | None = None) -> list[str]:
     """Stop and remove the instances whose owner process is gone. Returns their directories."""
-    tmpdir = tmpdir or tempfile.gettempdir()
-    removed = []
-    try:
-        entries = list(os.scandir(tmpdir))
-    except OSError:
-        return removed
-    for entry in entries:
-        if entry.name.startswith(PREFIX) and entry.is_dir(follow_symlinks=False):
-            if _owner_gone(Path(entry.path)):
-                stop(entry.path)
-                removed.append(entry.path)
+    removed = orphaned_dirs(tmpdir, PREFIX)
+    for path in removed:
+        stop(path)
     return removed
 
 
@@ -378,7 +356,7 @@ def up(
         if node_state(slurm) in ("idle", "mixed", "allocated"):
             return slurm, False
     if root.exists():
-        if (root / "owner").exists() or (root / "slurm.conf").exists():
+        if (root / OWNER_FILE).exists() or (root / "slurm.conf").exists():
             stop(root)
         elif any(root.iterdir()):
             raise CloudhpcError(f"{root} is not empty and holds no Slurm of cloudhpc's")
@@ -388,7 +366,7 @@ def up(
 def down(root: str | os.PathLike | None = None) -> bool:
     """Stop and remove the instance in `root` (default demo_dir()); False if there was none."""
     root = Path(root).absolute() if root else demo_dir()
-    if not (root / "owner").exists() and not (root / "slurm.conf").exists():
+    if not (root / OWNER_FILE).exists() and not (root / "slurm.conf").exists():
         return False
     stop(root)
     return True
