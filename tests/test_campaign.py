@@ -154,19 +154,23 @@ def test_interleaved_order_and_resume_from_the_store(tmp_path):
         "native",
         str(tmp_path / "r"),
     )
-    # records of runs 1 and 3 of run "R1", one of an older run, one of another campaign
-    done = [
-        {"campaign": {**annotation(plan, plan.runs[i], "R1")["campaign"]}, "status": s}
-        for i, s in ((0, "ok"), (2, "failed"))
-    ]
-    old = {"campaign": {**annotation(plan, plan.runs[4], "R0")["campaign"]}, "status": "ok"}
-    other = {"campaign": {**annotation(plan, plan.runs[5], "R2")["campaign"], "name": "x"}}
+    # records of runs 1 and 3 of run R1, one of an older run R0, one of another campaign
+    r0, r1, r2 = (f"2026010{i}T000000-00000{i}" for i in range(3))
+
+    def rec(i: int, run: str, status: str = "ok", **campaign) -> dict:
+        tag = {**annotation(plan, plan.runs[i], run)["campaign"], **campaign}
+        return {"id": f"r{i}-{run}", "app": "x", "started_at": "2026-01-01T00:00:00+00:00",
+                "campaign": tag, "status": status}  # fmt: skip
+
+    done = [rec(0, r1, "ok"), rec(2, r1, "failed")]
+    old = rec(4, r0)
+    other = rec(5, r2, name="x")
     state = campaign_state(plan, [old, *done, other])
-    assert state.run_id == "R1" and state.older_records == 1
+    assert state.run_id == r1 and state.older_records == 1
     assert [state.status(p) for p in plan.runs[:4]] == ["ok", "missing", "failed", "missing"]
     assert [plan.runs.index(p) for p in to_run(plan, state)] == [1, 3, 4, 5, 6, 7]
     assert [plan.runs.index(p) for p in to_run(plan, state, retry_failed=True)][:3] == [1, 2, 3]
-    assert campaign_records([old, *done, other], "small") == done
+    assert [r.id for r in campaign_records([old, *done, other], "small")] == [d["id"] for d in done]
 
 
 def test_the_cell_runner_can_be_replaced(tmp_path):
@@ -571,11 +575,13 @@ def test_filters_count_only_the_campaigns_current_run():
     def rec(run: str, rep: int, name: str = "c") -> dict:
         cell = {"env": "native"}
         camp = {"name": name, "cell": cell, "workload": "w", "repetition": rep, "run": run}
-        return {"id": f"{name}{run}{rep}", "app": "npb", "campaign": camp}
+        return {"id": f"{name}{run}{rep}", "app": "npb", "campaign": camp,
+                "started_at": "2026-01-01T00:00:00+00:00"}  # fmt: skip
 
-    records = [rec("20260101T000000-aaaaaa", 1), rec("20260102T000000-bbbbbb", 1), rec("x", 1, "d")]
-    assert [r["id"] for r in filter_records(records, campaign="c")] == ["c20260102T000000-bbbbbb1"]
-    assert [r["id"] for r in filter_records(records, campaign="d")] == ["dx1"]
+    runs = ("20260101T000000-aaaaaa", "20260102T000000-bbbbbb", "20260103T000000-cccccc")
+    records = [rec(runs[0], 1), rec(runs[1], 1), rec(runs[2], 1, "d")]
+    assert [r.id for r in filter_records(records, campaign="c")] == [f"c{runs[1]}1"]
+    assert [r.id for r in filter_records(records, campaign="d")] == [f"d{runs[2]}1"]
     assert filter_records(records, campaign="none") == []
 
 

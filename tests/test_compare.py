@@ -138,7 +138,18 @@ def test_workloads_are_never_pooled_and_failed_runs_are_left_out():
 
 def test_groups_that_pool_campaign_options_are_flagged():
     recs = [
-        _rec(i, "a", 1.0 + i, nprocs=p, campaign={"name": "c", "cell": {"nprocs": p, "env": "a"}})
+        _rec(
+            i,
+            "a",
+            1.0 + i,
+            nprocs=p,
+            campaign={
+                "name": "c",
+                "cell": {"nprocs": p, "env": "a"},
+                "workload": "w",
+                "repetition": 1,
+            },
+        )
         for i, p in enumerate([1, 2, 1, 2])
     ]
     c = cmp.compare(recs, parse_metric("total_s"), ["env"])
@@ -186,7 +197,12 @@ def test_fields_dotted_paths_aliases_and_campaign_cells():
         app="npb",
         params={"kernel": "ep", "class": "S"},
         mpi={"name": "openmpi", "version": "5.0"},
-        campaign={"name": "c", "cell": {"nprocs": 4, "engine": "ray"}, "workload": "ep"},
+        campaign={
+            "name": "c",
+            "cell": {"nprocs": 4, "engine": "ray"},
+            "workload": "ep",
+            "repetition": 1,
+        },
         instance={"type": "c5n.18xlarge", "nodes": 2},
     )
     assert field(r, "env") == "vm-net"
@@ -269,7 +285,7 @@ def campaign(real_templates, tmp_path_factory):
                             campaign=name,
                             workload=wl,
                             cell={"env": env},
-                            repetition=rep,
+                            repetition=rep + 1,
                             total_s=t,
                         )
                     )

@@ -69,15 +69,20 @@ def test_run_cost_and_performance_per_dollar():
     assert cost.perf_per_dollar(5.0, parse_metric("latency_us@8"), rc) is None
 
 
+def _r(**fields):
+    """A minimal record (the schema's required fields) with `fields`."""
+    return {"id": "r1", "app": "kmeans", "started_at": "2026-01-01T00:00:00+00:00", **fields}
+
+
 def test_record_instance_and_lookup():
     table = cost.load_prices()
-    r = {"timings": {"total_s": 10.0}, "instance": {"type": "h3-standard-88", "nodes": 2}}
+    r = _r(timings={"total_s": 10.0}, instance={"type": "h3-standard-88", "nodes": 2})
     rc = cost.record_cost(r, table)
     assert (rc.instance, rc.nodes) == ("h3-standard-88", 2)
     assert rc.prorata_usd == pytest.approx(2 * 4.92 * 10 / 3600)
     assert cost.record_cost(r, table, "c5.xlarge", 3).nodes == 3  # given wins
-    assert cost.record_cost({"timings": {"total_s": 1.0}}, table) is None
-    assert cost.record_cost({"instance": {"type": "c5.xlarge"}}, table) is None
+    assert cost.record_cost(_r(timings={"total_s": 1.0}), table) is None
+    assert cost.record_cost(_r(instance={"type": "c5.xlarge"}), table) is None
     with pytest.raises(CloudhpcError, match="did you mean c5n.18xlarge"):
         table.lookup("c5n.18xlarg")
 
@@ -140,7 +145,7 @@ def priced(real_templates, tmp_path_factory):
     results = tmp_path_factory.mktemp("cost") / "results"
     recs = []
     for name, inst in (("paid", {"type": "c5n.18xlarge", "nodes": 2}), ("free", None)):
-        for rep, t in enumerate((3.0, 5.0)):
+        for rep, t in enumerate((3.0, 5.0), start=1):
             recs.append(
                 campaign_record(
                     real_templates["ep"],

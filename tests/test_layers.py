@@ -22,6 +22,7 @@ LAYERS: list[set[str]] = [
         "registry",
         "paths",
         "atomic",
+        "jsontext",
         "signals",
         "procs",
         "memory",

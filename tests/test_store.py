@@ -83,7 +83,7 @@ def test_interrupted_write_leaves_nothing(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(store.json, "dump", boom)
+    monkeypatch.setattr(store.json, "dumps", boom)  # while the record is being written
     with pytest.raises(KeyboardInterrupt):
         write_record(tmp_path, _rec())
     assert list(tmp_path.iterdir()) == []

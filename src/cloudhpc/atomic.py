@@ -284,8 +284,12 @@ def write_json(
     fsync: bool = False,
     default: Callable[[Any], Any] | None = None,
 ) -> str:
-    """`data` as JSON (and a final newline), whole or not at all."""
+    """`data` as strict JSON (jsontext: no NaN or Infinity; and a final newline), whole or not
+    at all. `default`: how to write an object JSON has no form for (jsontext's otherwise)."""
+    from .jsontext import dumps
+
+    if default is not None:
+        data = json.loads(json.dumps(data, default=default))
     with atomic_file(path, "w", replace=replace, fsync=fsync) as fh:
-        json.dump(data, fh, indent=indent, default=default)
-        fh.write("\n")
+        fh.write(dumps(data, indent=indent) + "\n")
     return str(path)

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import CloudhpcError
+from ..results.record import Record, as_record
 from .fields import MISSING, Metric, label, matches, sort_key, workload
 from .fields import field as field_of
 
@@ -46,7 +47,7 @@ class Group:
 
     workload: str
     key: tuple[Any, ...]
-    records: list[dict[str, Any]]
+    records: list[Record]
     values: np.ndarray
     is_baseline: bool = False
     base: Group | None = None  # the baseline group it is compared with
@@ -146,7 +147,7 @@ def judge(ratio_ci_: tuple[float, float], tolerance: float, higher_is_better: bo
 
 
 def compare(
-    records: Iterable[dict[str, Any]],
+    records: Iterable[Record | dict[str, Any]],
     metric: Metric,
     by: Sequence[str],
     baseline: dict[str, str] | None = None,
@@ -161,10 +162,10 @@ def compare(
     free = [i for i, b in enumerate(by) if baseline and b not in baseline]
     strata = [by[i] for i in free]
     failed = 0
-    per_workload: dict[str, dict[tuple, list[tuple[dict, float]]]] = {}
+    per_workload: dict[str, dict[tuple, list[tuple[Record, float]]]] = {}
     skipped: dict[str, int] = {}
-    for r in records:
-        if r.get("status", "ok") != "ok":
+    for r in map(as_record, records):
+        if not r.ok:
             failed += 1
             continue
         name = workload(r)
@@ -249,17 +250,14 @@ def _ratios(w: Workload, metric: Metric, seed: int, boot: int, tolerance: float 
             g.verdict = judge(g.ci, tolerance, metric.higher_is_better)
 
 
-def _mixed_cells(records: list[dict[str, Any]], by: Sequence[str]) -> dict[str, list[str]]:
+def _mixed_cells(records: list[Record], by: Sequence[str]) -> dict[str, list[str]]:
     """Campaign options not grouped by whose values differ among the group's runs: a group that
     pools nprocs=1 and nprocs=2 compares unlike with unlike, which the caller should say."""
     seen: dict[str, set[str]] = {}
     for r in records:
-        cell = (
-            (r.get("campaign") or {}).get("cell") if isinstance(r.get("campaign"), dict) else None
-        )
-        if not isinstance(cell, dict):
+        if r.campaign is None:
             continue
-        for k, v in cell.items():
+        for k, v in r.campaign.cell.items():
             if k in by or f"cell.{k}" in by or f"campaign.cell.{k}" in by:
                 continue
             seen.setdefault(k, set()).add(label(v if not isinstance(v, dict | list) else str(v)))
@@ -327,24 +325,22 @@ def group_json(g: Group, by: Sequence[str], cost: dict[str, Any] | None = None) 
         "compared_with": g.base.label(by) if g.base is not None else None,
         "verdict": g.verdict or None,
         "mixed": g.mixed,
-        "ids": [r["id"] for r in g.records],
+        "ids": [r.id for r in g.records],
     }
     if cost:
         out["cost"] = cost
     return out
 
 
-def default_by(records: Iterable[dict[str, Any]]) -> list[str]:
+def default_by(records: Iterable[Record | dict[str, Any]]) -> list[str]:
     """The campaign options whose values differ among the records (the matrix's axes, in the
     campaign file's order), else the environment."""
     order: list[str] = []
     values: dict[str, set[str]] = {}
-    for r in records:
-        camp = r.get("campaign")
-        cell = camp.get("cell") if isinstance(camp, dict) else None
-        if not isinstance(cell, dict):
+    for r in map(as_record, records):
+        if r.campaign is None:
             continue
-        for k, v in cell.items():
+        for k, v in r.campaign.cell.items():
             if k not in values:
                 order.append(k)
             values.setdefault(k, set()).add(str(v))

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CloudhpcError
+from ..results.record import Record, as_record
 from .fields import Metric
 
 COLUMNS = (
@@ -247,32 +248,20 @@ def run_cost(seconds: float, price: Price, nodes: int = 1) -> RunCost:
     return RunCost(price.type, nodes, seconds, rate * seconds, rate * billed, billed, price)
 
 
-def instance_of(record: dict[str, Any]) -> tuple[str, int] | None:
+def instance_of(record: Record) -> tuple[str, int] | None:
     """The record's `instance: {type, nodes}` (nodes defaults to 1), else None."""
-    inst = record.get("instance")
-    if isinstance(inst, str) and inst:
-        return inst, 1
-    if not isinstance(inst, dict) or not inst.get("type"):
-        return None
-    nodes = inst.get("nodes", 1)
-    if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
-        nodes = 1
-    return str(inst["type"]), nodes
+    inst = as_record(record).instance
+    return (inst.type, inst.nodes) if inst is not None else None
 
 
-def record_seconds(record: dict[str, Any]) -> float | None:
-    t = (
-        (record.get("timings") or {}).get("total_s")
-        if isinstance(record.get("timings"), dict)
-        else None
-    )
-    if isinstance(t, bool) or not isinstance(t, int | float) or not t > 0:
-        return None
-    return float(t)
+def record_seconds(record: Record) -> float | None:
+    """The run's time inside the job (positive and finite, as the record's schema checks)."""
+    t = as_record(record).total_s
+    return t if t is not None and t > 0 else None
 
 
 def record_cost(
-    record: dict[str, Any],
+    record: Record,
     table: PriceTable,
     instance: str | None = None,
     nodes: int | None = None,
@@ -314,7 +303,7 @@ def perf_unit(metric: Metric) -> str | None:
 
 
 def summarise(
-    records: list[dict[str, Any]],
+    records: list[Record],
     values: list[float],
     metric: Metric,
     table: PriceTable,
@@ -348,5 +337,5 @@ def _median(values: list[float]) -> float:
     return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
 
 
-def has_instances(records: list[dict[str, Any]]) -> bool:
+def has_instances(records: list[Record]) -> bool:
     return any(instance_of(r) for r in records)

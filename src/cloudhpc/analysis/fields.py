@@ -18,78 +18,77 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CloudhpcError
+from ..results.record import Record, as_record
 
 MISSING = "-"
 
-_ALIASES: dict[str, tuple[str, ...]] = {
-    "env": ("env", "name"),
-    "environment": ("env", "name"),
-    "instance": ("instance", "type"),
-    "instance.type": ("instance", "type"),
-    "P": ("nprocs",),
-    "np": ("nprocs",),
-    "repetition": ("campaign", "repetition"),
-}
 
-
-def workload(record: dict[str, Any]) -> str:
+def workload(record: Record | Mapping[str, Any]) -> str:
     """The campaign's name for the workload, else the app (an NPB run: `npb ep S`)."""
-    campaign = record.get("campaign")
-    if isinstance(campaign, dict) and campaign.get("workload"):
-        return str(campaign["workload"])
-    app = str(record.get("app"))
-    extra = record.get("extra") if isinstance(record.get("extra"), dict) else {}
-    params = record.get("params") if isinstance(record.get("params"), dict) else {}
-    kernel = extra.get("kernel") or params.get("kernel")
-    if app == "npb" and kernel:
-        return (
-            f"npb {str(kernel).lower()} {extra.get('class') or params.get('class') or ''}".strip()
-        )
-    return app
+    record = as_record(record)
+    if record.campaign is not None and record.campaign.workload:
+        return record.campaign.workload
+    kernel = record.extra.get("kernel") or record.params.get("kernel")
+    if record.app == "npb" and kernel:
+        klass = record.extra.get("class") or record.params.get("class") or ""
+        return f"npb {str(kernel).lower()} {klass}".strip()
+    return record.app
 
 
-def _walk(record: Any, path: tuple[str, ...]) -> Any:
-    node = record
+def _scalar(value: Any) -> Any:
+    """A value to group by: numbers and strings as they are, a described object by its name."""
+    if isinstance(value, Mapping) and "name" in value:
+        return value["name"]
+    if isinstance(value, Mapping | list | tuple):
+        return json.dumps(value, sort_keys=True, default=str)
+    return value
+
+
+def _cell(record: Record, path: tuple[str, ...]) -> Any:
+    if record.campaign is None:
+        return None
+    node: Any = record.campaign.cell
     for part in path:
-        if not isinstance(node, dict) or part not in node:
+        if not isinstance(node, Mapping) or part not in node:
             return None
         node = node[part]
     return node
 
 
-def _scalar(value: Any) -> Any:
-    """A value to group by: numbers and strings as they are, a described object by its name."""
-    if isinstance(value, dict) and "name" in value:
-        return value["name"]
-    if isinstance(value, dict | list):
-        return json.dumps(value, sort_keys=True)
-    return value
+_TYPED: dict[str, Callable[[Record], Any]] = {
+    "workload": workload,
+    "mpi": lambda r: r.mpi.name,
+    "env": lambda r: r.env.name,
+    "environment": lambda r: r.env.name,
+    "instance": lambda r: r.instance.type if r.instance else None,
+    "instance.type": lambda r: r.instance.type if r.instance else None,
+    "P": lambda r: r.nprocs,
+    "np": lambda r: r.nprocs,
+    "nprocs": lambda r: r.nprocs,
+    "repetition": lambda r: r.campaign.repetition if r.campaign else None,
+}
 
 
-def field(record: dict[str, Any], name: str) -> Any:
+def field(record: Record | Mapping[str, Any], name: str) -> Any:
     """The value of a field (a name or a dotted path) in a record; None where it has none."""
-    if name == "workload":
-        return workload(record)
-    if name == "mpi":  # records from before --mpi existed ran the mpich wheel
-        mpi = record.get("mpi")
-        return (mpi.get("name") if isinstance(mpi, dict) else None) or "mpich"
-    if name in _ALIASES:
-        return _scalar(_walk(record, _ALIASES[name]))
+    record = as_record(record)
+    typed = _TYPED.get(name)
+    if typed is not None:
+        return _scalar(typed(record))
     if name.startswith("cell."):
-        return _scalar(_walk(record, ("campaign", "cell", *name[5:].split("."))))
+        return _scalar(_cell(record, tuple(name[5:].split("."))))
     path = tuple(name.split("."))
-    if path[0] in record:
-        return _scalar(_walk(record, path))
-    for section in (("campaign", "cell"), ("params",)):
-        value = _walk(record, (*section, *path))
-        if value is not None:
-            return _scalar(value)
-    return None
+    if path[0] in record.data:
+        return _scalar(record.lookup(path))
+    value = _cell(record, path)
+    if value is None:
+        value = record.lookup(("params", *path))
+    return _scalar(value) if value is not None else None
 
 
 def parse_fields(text: str, option: str = "--by") -> list[str]:
@@ -112,7 +111,7 @@ def parse_filter(text: str, option: str = "--baseline") -> dict[str, str]:
     return out
 
 
-def matches(record: dict[str, Any], wanted: dict[str, str]) -> bool:
+def matches(record: Record, wanted: dict[str, str]) -> bool:
     return all(label(field(record, k)) == v for k, v in wanted.items())
 
 
@@ -149,12 +148,12 @@ class Metric:
     name: str
     label: str
     higher_is_better: bool
-    read: Callable[[dict[str, Any]], float | None]
+    read: Callable[[Record], float | None]
     is_time: bool = False  # seconds of the whole run: the time a cost is charged for
 
-    def value(self, record: dict[str, Any]) -> float | None:
+    def value(self, record: Record | Mapping[str, Any]) -> float | None:
         try:
-            v = self.read(record)
+            v = self.read(as_record(record))
         except (TypeError, ValueError, KeyError, AttributeError):
             return None
         if isinstance(v, bool) or not isinstance(v, int | float):
@@ -175,10 +174,10 @@ def parse_size(text: str) -> int:
     return int(m.group(1)) * 1024 ** " kmg".index((m.group(2) or " ").lower())
 
 
-def _row_reader(columns: tuple[str, ...], size: int) -> Callable[[dict[str, Any]], float | None]:
-    def read(record: dict[str, Any]) -> float | None:
-        for row in record.get("rows") or []:
-            if isinstance(row, dict) and row.get("bytes") == size:
+def _row_reader(columns: tuple[str, ...], size: int) -> Callable[[Record], float | None]:
+    def read(record: Record) -> float | None:
+        for row in record.rows:
+            if row.get("bytes") == size:
                 for c in columns:
                     if _number(row.get(c)) is not None:
                         return row[c]
@@ -208,9 +207,9 @@ def parse_metric(spec: str, better: str | None = None) -> Metric:
 
 def _metric(spec: str) -> Metric:
     if spec in ("total_s", "time", "timings.total_s"):
-        return Metric("total_s", "time (s)", False, lambda r: r["timings"]["total_s"], is_time=True)
+        return Metric("total_s", "time (s)", False, lambda r: r.total_s, is_time=True)
     if spec.lower() in ("mops", "mop/s", "mops_total", "metrics.mops_total"):
-        return Metric("mops", "Mop/s total", True, lambda r: r["metrics"]["mops_total"])
+        return Metric("mops", "Mop/s total", True, lambda r: r.metrics.get("mops_total"))
     if "@" in spec:
         column, _, size_text = spec.partition("@")
         try:
@@ -229,11 +228,11 @@ def _metric(spec: str) -> Metric:
         return Metric(spec, f"{text} at {size} B", higher, _row_reader(columns, size))
     path = tuple(spec.split("."))
     if len(path) > 1:
-        return Metric(spec, spec, bool(_HIGHER.search(path[-1])), lambda r: _walk(r, path))
+        return Metric(spec, spec, bool(_HIGHER.search(path[-1])), lambda r: r.lookup(path))
 
-    def bare(r: dict[str, Any]) -> Any:
+    def bare(r: Record) -> Any:
         for section in (("metrics",), ("timings",), ("timings", "phases")):
-            value = _number(_walk(r, (*section, spec)))
+            value = _number(r.lookup((*section, spec)))
             if value is not None:
                 return value
         return None

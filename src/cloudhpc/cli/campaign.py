@@ -9,7 +9,6 @@ campaign: a progress bar with an ETA, a line per run, a summary table.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from ..campaign.runner import (
 )
 from ..campaign.spec import read_campaign
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from ..launch.execute import RunRequest
 from ..launch.runner import Monitor
 from ..results.campaigns import campaign_records, new_run_id
@@ -387,7 +387,7 @@ def handle_run(args: argparse.Namespace) -> int:
     rows = summary_rows(plan, final)
     failed = sum(r["failed"] for r in rows)
     if args.json:
-        print(json.dumps(_summary(plan, final, rows), indent=1, default=str))
+        print_json(_summary(plan, final, rows), indent=1)
     else:
         _print_summary(plan, final, rows)
         if todo:
@@ -450,7 +450,7 @@ def _submit(
             print(e["script"])
         return 0
     if args.json:
-        print(json.dumps(entries, indent=1))
+        print_json(entries, indent=1)
     else:
         for e in entries:
             print(e["job_id"])  # alone on stdout, one per array job
@@ -479,24 +479,22 @@ def _dry_run(
         for i, p in enumerate(todo)
     ]
     if as_json:
-        print(
-            json.dumps(
-                {
-                    "name": plan.campaign.name,
-                    "run": run_id,
-                    "planned": len(plan.runs),
-                    "to_run": [
-                        {
-                            "workload": p.workload,
-                            "cell": p.cell,
-                            "repetition": p.repetition,
-                            "command": p.command_line,
-                        }
-                        for p in todo
-                    ],
-                },
-                indent=1,
-            )
+        print_json(
+            {
+                "name": plan.campaign.name,
+                "run": run_id,
+                "planned": len(plan.runs),
+                "to_run": [
+                    {
+                        "workload": p.workload,
+                        "cell": p.cell,
+                        "repetition": p.repetition,
+                        "command": p.command_line,
+                    }
+                    for p in todo
+                ],
+            },
+            indent=1,
         )
         return 0
     done = len(plan.runs) - len(todo)
@@ -571,7 +569,7 @@ def handle_status(args: argparse.Namespace) -> int:
             }
             for p in plan.runs
         ]
-        print(json.dumps(summary, indent=1, default=str))
+        print_json(summary, indent=1)
         return 0
     _print_summary(plan, state, rows)
     _in_slurm(plan, state)

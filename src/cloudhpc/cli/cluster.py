@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from .parser import add_subparser
 from .ui import err, out, print_table, table
 
@@ -114,7 +114,7 @@ def handle(args: argparse.Namespace) -> int:
             scratch=args.scratch,
         )
         if args.json:
-            print(json.dumps(c.to_dict(), indent=1))
+            print_json(c.to_dict(), indent=1)
             return 0
         _show(c, console=err)
         err.print(f"cluster {c.name} is up; its hosts file (for --hosts):", highlight=False)
@@ -136,13 +136,13 @@ def handle(args: argparse.Namespace) -> int:
         if c is None:
             raise CloudhpcError(f"no cluster {args.name} (state: {cluster.state_root()})")
         if args.json:
-            print(json.dumps({**c.to_dict(), "live": _live(c)}, indent=1))
+            print_json({**c.to_dict(), "live": _live(c)}, indent=1)
         else:
             _show(c, live=True)
         return 0
     clusters = cluster.all_clusters()
     if args.json:
-        print(json.dumps([c.to_dict() for c in clusters], indent=1))
+        print_json([c.to_dict() for c in clusters], indent=1)
         return 0
     if not clusters:
         err.print(f"no clusters (state: {cluster.state_root()})", highlight=False)

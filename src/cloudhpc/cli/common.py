@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import sys
@@ -15,6 +14,7 @@ from typing import Any
 from ..envs import environment_names
 from ..errors import CloudhpcError
 from ..job import Job
+from ..jsontext import print_json
 from ..launch import LAUNCHERS
 from ..launch.execute import RunRequest, run_job
 from ..launch.options import DEFAULT_RESULTS, LaunchOptions, make_job
@@ -224,7 +224,9 @@ def execute(
         with provisioned(job, dry_run=True) as ready:
             plan = plan_job(ready, preflight=False)
         if args.json:
-            print(json.dumps({"argv": plan.argv, "env": plan.variables, "launcher": plan.launcher}))
+            print_json(
+                {"argv": plan.argv, "env": plan.variables, "launcher": plan.launcher}, indent=None
+            )
         else:
             out.print(plan.render(), highlight=False, markup=False, soft_wrap=True)
         return None
@@ -233,7 +235,7 @@ def execute(
     for text in record["launch"].get("warnings", ()):  # with the result, not before an error
         err.print(f"cloudhpc: warning: {text}", highlight=False, markup=False)
     if args.json:
-        print(json.dumps({k: v for k, v in record.items() if k != "_path"}, indent=1, default=str))
+        print_json({k: v for k, v in record.items() if k != "_path"}, indent=1)
     return record
 
 
@@ -280,7 +282,7 @@ def submit_run(job: Job, args: argparse.Namespace) -> None:
         out.print(entry["script"], highlight=False, markup=False, soft_wrap=True, end="")
         return
     if args.json:
-        print(json.dumps(entry, indent=1))
+        print_json(entry, indent=1)
         return
     print(entry["job_id"])  # alone on stdout: JOB=$(cloudhpc ... --submit)
     err.print(

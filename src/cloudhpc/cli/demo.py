@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from ..errors import CloudhpcError
 from ..job import Job, Layout
+from ..jsontext import print_json
 from ..launch import choose_launcher
 from .common import DEFAULT_RESULTS, command_line, execute
 from .parser import add_subparser
@@ -75,9 +76,7 @@ def handle(args: argparse.Namespace) -> int:
     if any(r is None for d in records.values() for r in d.values()):
         raise CloudhpcError("a demo run produced no record")
     if args.json:
-        import json
-
-        print(json.dumps([r for d in records.values() for r in d.values()], indent=1, default=str))
+        print_json([r for d in records.values() for r in d.values()], indent=1)
         return 0
     print_table(
         "pingpong latency (t_usec, half round trip), 2 ranks",

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from .parser import add_subparser
 from .ui import err, print_table, progress_bar
 
@@ -199,10 +200,8 @@ def handle_build(args: argparse.Namespace) -> int:
     failed = [r for r in rows if "error" in r]
     compiled = sum(r["compiled"] or 0 for r in rows)
     if args.json:
-        import json
-
         for row in rows:
-            print(json.dumps(row))
+            print_json(row, indent=None)
     else:
         print_table(
             "numba kernels compiled per warm-up run (callees counted; 0: all were cached already)",

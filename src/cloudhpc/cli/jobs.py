@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from collections.abc import Sequence
 
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from ..launch.batch import ACTIVE
 from ..launch.options import DEFAULT_RESULTS
 from .parser import add_subparser
@@ -96,7 +96,7 @@ def handle(args: argparse.Namespace) -> int:
         time.sleep(1)
         rows = jobs_table(args.results)
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print_json(rows, indent=1)
         return 0
     if not rows:
         err.print(f"no submitted jobs in {args.results}", highlight=False)

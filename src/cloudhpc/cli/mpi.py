@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from .parser import add_subparser
 from .ui import err, print_table
 
@@ -73,7 +73,7 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     rows = [describe(get_implementation(n)) for n in implementation_names()]
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print_json(rows, indent=1)
         return 0
     print_table(
         "MPI implementations (--mpi NAME)",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 from collections.abc import Sequence
 
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from ..npb import KERNELS, load
 from ..npb.common import CLASS_NAMES
 from .app_params import ParamSpec
@@ -115,12 +115,9 @@ def handle(args: argparse.Namespace) -> int:
 
     if records and len(names) > 1:
         if args.json:
-            print(
-                json.dumps(
-                    [{k: v for k, v in r.items() if k != "_path"} for r in records],
-                    indent=1,
-                    default=str,
-                )
+            print_json(
+                [{k: v for k, v in r.items() if k != "_path"} for r in records],
+                indent=1,
             )
         else:
             print_table(

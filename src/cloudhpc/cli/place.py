@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from .parser import add_subparser
 from .ui import err, out, table
 
@@ -136,7 +136,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.slurm_hostfile:
         write_text(args.slurm_hostfile, slurm_text(ranks))
     if args.json:
-        print(json.dumps(result, indent=1))
+        print_json(result, indent=1)
         return 0
     title = (
         f"{args.np} ranks reading {entry['name']} of volume {manifest['name']} "

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import socket
 from collections.abc import Sequence
@@ -13,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from ..launch.options import DEFAULT_RESULTS, LaunchOptions, make_job
 from ..mpi import DEFAULT as DEFAULT_MPI
 from .parser import add_subparser
@@ -239,7 +239,7 @@ def handle(args: argparse.Namespace) -> int:
     result = _record(args, profile, record, files, target, prediction, src_rec, tgt_rec,
                      src_new, tgt_new, k_note, price)  # fmt: skip
     if args.json:
-        print(json.dumps({k_: v for k_, v in result.items() if k_ != "_path"}, indent=1))
+        print_json({k_: v for k_, v in result.items() if k_ != "_path"}, indent=1)
     else:
         render(result, top=args.top)
     return 0

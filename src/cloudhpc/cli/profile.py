@@ -9,7 +9,6 @@ cloudhpc profile compare A B
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from rich.table import Table
 
 from ..apps.registry import load_app
 from ..errors import CloudhpcError, RunFailed
+from ..jsontext import print_json
 from ..launch.runner import failure_text, raise_for_failure
 from ..paths import RunFiles, check_output_file, check_run_files
 from ..profile import load_profile, report
@@ -157,7 +157,9 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
     if args.dry_run:
         plan = dry_run_plan(job, program, args.trace, args.callsite_depth)
         if args.json:
-            print(json.dumps({"argv": plan.argv, "env": plan.variables, "launcher": plan.launcher}))
+            print_json(
+                {"argv": plan.argv, "env": plan.variables, "launcher": plan.launcher}, indent=None
+            )
         else:
             out.print(plan.render(), highlight=False, markup=False, soft_wrap=True)
         return 0
@@ -193,7 +195,7 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
     if failed:
         _show_stderr(outcome.stderr)
     if args.json:
-        print(json.dumps({k: v for k, v in record.items() if k != "_path"}, indent=1, default=str))
+        print_json({k: v for k, v in record.items() if k != "_path"}, indent=1)
     else:
         render(run.profile, rank=args.rank, top=args.top, callsites=args.callsites)
         err.print(f"files: {os.path.relpath(run.files)}", highlight=False)
@@ -387,7 +389,7 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
     if verb == "show":
         prof = load_profile(args.profile)
         if args.json:
-            print(json.dumps(prof.to_json(), indent=1))
+            print_json(prof.to_json(), indent=1)
             return 0
         render(prof, rank=args.rank, top=args.top, callsites=args.callsites)
         if prof.missing_ranks:
@@ -412,7 +414,7 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
     if wrote:  # on stderr: stdout may be the JSON
         err.print("wrote " + ", ".join(wrote), highlight=False, markup=False)
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print_json(rows, indent=1)
         return 0
     print_table(
         f"A = {args.a} ({a.nprocs} ranks), B = {args.b} ({b.nprocs} ranks): mean "

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 
 from ..analysis import compare as cmp
 from ..analysis import cost
 from ..analysis.fields import label, parse_fields, parse_filter, parse_metric, workload
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from .parser import add_subparser
 from .ui import err, fmt, out, print_table
 
@@ -167,7 +167,7 @@ def handle_compare(args: argparse.Namespace, select: Select) -> int:
         data = cmp.to_json(c, costs)
         if table is not None:
             data["prices"] = {"table": table.origin, "dates": table.dates}
-        print(json.dumps(data, indent=1))
+        print_json(data, indent=1)
     else:
         _print_comparison(c, costs, table)
     return 1 if tolerance is not None and c.regressions else 0
@@ -298,21 +298,19 @@ def handle_cost(args: argparse.Namespace, select: Select) -> int:
         why = _unpriced_reason(unpriced[0], table)
         raise CloudhpcError(f"no run could be priced: {why}; give --instance TYPE [--nodes N]")
     if args.json:
-        print(
-            json.dumps(
-                {
-                    "prices": {"table": table.origin, "dates": table.dates},
-                    "runs": [
-                        {"id": r["id"], "workload": workload(r), **rc.as_dict()} for r, rc in rows
-                    ],
-                    "total_usd": sum(rc.prorata_usd for _, rc in rows),
-                    "total_usd_billed_alone": sum(rc.billed_usd for _, rc in rows),
-                    "not_priced": [
-                        {"id": r["id"], "why": _unpriced_reason(r, table)} for r in unpriced
-                    ],
-                },
-                indent=1,
-            )
+        print_json(
+            {
+                "prices": {"table": table.origin, "dates": table.dates},
+                "runs": [
+                    {"id": r["id"], "workload": workload(r), **rc.as_dict()} for r, rc in rows
+                ],
+                "total_usd": sum(rc.prorata_usd for _, rc in rows),
+                "total_usd_billed_alone": sum(rc.billed_usd for _, rc in rows),
+                "not_priced": [
+                    {"id": r["id"], "why": _unpriced_reason(r, table)} for r in unpriced
+                ],
+            },
+            indent=1,
         )
         return 0
     print_table(
@@ -369,7 +367,7 @@ def _unpriced_reason(r: dict, table: cost.PriceTable) -> str:
 
 def _print_prices(table: cost.PriceTable, as_json: bool) -> int:
     if as_json:
-        print(json.dumps({"table": table.origin, "prices": [p.as_dict() for p in table]}, indent=1))
+        print_json({"table": table.origin, "prices": [p.as_dict() for p in table]}, indent=1)
         return 0
     print_table(
         f"{len(table)} instance types: on-demand list prices (Linux, USD), {table.origin}",

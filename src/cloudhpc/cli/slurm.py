@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shlex
 import subprocess
 from collections.abc import Sequence
 
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from .parser import add_subparser
 from .ui import err, print_table
 
@@ -82,7 +82,9 @@ def handle(args: argparse.Namespace) -> int:
     state = local.node_state(slurm) if daemons["slurmctld"] else ""
     jobs = _jobs(slurm) if daemons["slurmctld"] else []
     if args.json:
-        print(json.dumps({"dir": str(where), "daemons": daemons, "node": state, "jobs": jobs}))
+        print_json(
+            {"dir": str(where), "daemons": daemons, "node": state, "jobs": jobs}, indent=None
+        )
         return 0
     rows = [{"daemon": d, "running": "yes" if up else "no"} for d, up in daemons.items()]
     print_table(f"one-node Slurm in {where}: node {slurm.node} {state or '(no answer)'}", rows)

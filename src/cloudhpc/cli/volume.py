@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from .parser import add_subparser
 from .ui import err, out, print_table, table
 
@@ -164,21 +164,21 @@ def handle(args: argparse.Namespace) -> int:
                 progress=lambda done, total: bar.update(task, completed=done, total=total),
             )
         if args.json:
-            print(json.dumps(m, indent=1))
+            print_json(m, indent=1)
         else:
             _show(m)
         return 0
     if args.action == "show":
         _, m = volumes.find(args.name)
         if args.json:
-            print(json.dumps(m, indent=1))
+            print_json(m, indent=1)
         else:
             _show(m)
         return 0
     if args.action == "list":
         found = volumes.all_volumes()
         if args.json:
-            print(json.dumps([_summary(m) for m in found], indent=1))
+            print_json([_summary(m) for m in found], indent=1)
         elif not found:
             err.print("no volumes")
         else:

@@ -20,6 +20,7 @@ from ..analysis import cost
 from ..analysis.fields import Metric, field, label, sort_key, workload
 from ..analysis.metrics import scaling_table
 from ..errors import CloudhpcError
+from ..jsontext import dumps
 from . import charts
 
 # Fields a series can differ in when the records are not a campaign (a campaign's own axes come
@@ -291,7 +292,7 @@ def _provenance(records: list[dict[str, Any]]) -> str:
                 for k, v in prov.items()
             ]
         rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
-        raw = json.dumps(r, indent=1, sort_keys=True, default=str)
+        raw = dumps(r.to_dict(), sort_keys=True)
         items.append(
             f'<details class="run" data-id="{_e(r["id"])}"><summary>{_e(summary)}</summary>'
             f'<table class="facts">{rows}</table>'

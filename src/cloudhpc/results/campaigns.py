@@ -14,8 +14,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
+
+from .record import CampaignTag, Record, RecordInvalid, as_record
 
 Key = tuple[str, str, int]  # (workload, cell as canonical JSON, repetition)
 
@@ -45,63 +47,67 @@ def cell_text(cell: dict[str, Any]) -> str:
     return json.dumps(cell, sort_keys=True, separators=(",", ":"))
 
 
-def campaign_of(record: dict[str, Any]) -> dict[str, Any] | None:
-    """The record's `campaign` field when it is a well-formed one, else None."""
-    c = record.get("campaign")
-    if not isinstance(c, dict) or not isinstance(c.get("name"), str):
+def campaign_of(record: Record | Mapping[str, Any]) -> CampaignTag | None:
+    """The record's `campaign` field (None: not a campaign's run, or not a well-formed one)."""
+    try:
+        return as_record(record).campaign
+    except RecordInvalid:
         return None
-    if not isinstance(c.get("cell"), dict) or not isinstance(c.get("workload"), str):
-        return None
-    rep = c.get("repetition")
-    if not isinstance(rep, int) or isinstance(rep, bool):
-        return None
-    return c
 
 
-def run_key(record: dict[str, Any]) -> Key | None:
+def _valid(records: Iterable[Record | Mapping[str, Any]]) -> list[Record]:
+    """The records as Records, leaving out dicts that are not valid records (a store's reader
+    has already named those)."""
+    out = []
+    for r in records:
+        try:
+            out.append(as_record(r))
+        except RecordInvalid:
+            continue
+    return out
+
+
+def run_key(record: Record | Mapping[str, Any]) -> Key | None:
     """(workload, cell, repetition) of a campaign's record; None for any other record."""
     c = campaign_of(record)
     if c is None:
         return None
-    return (c["workload"], cell_text(c["cell"]), c["repetition"])
+    return (c.workload, cell_text(dict(c.cell)), c.repetition)
 
 
-def campaign_runs(records: Iterable[dict[str, Any]], name: str) -> dict[str, int]:
+def campaign_runs(records: Iterable[Record], name: str) -> dict[str, int]:
     """The campaign's runs in the store, oldest first: run id -> its number of records."""
     runs: dict[str, int] = {}
-    for r in records:
+    for r in _valid(records):
         c = campaign_of(r)
-        if c is not None and c["name"] == name:
-            run = str(c.get("run") or "")
-            runs[run] = runs.get(run, 0) + 1
+        if c is not None and c.name == name:
+            runs[c.run] = runs.get(c.run, 0) + 1
     return dict(sorted(runs.items()))
 
 
-def current_run(records: Iterable[dict[str, Any]], name: str) -> str | None:
+def current_run(records: Iterable[Record], name: str) -> str | None:
     """The campaign's run that counts (the newest), None when it has no record yet."""
     runs = campaign_runs(records, name)
     return max(runs) if runs else None
 
 
-def campaign_records(
-    records: Iterable[dict[str, Any]], name: str, run: str | None = None
-) -> list[dict[str, Any]]:
+def campaign_records(records: Iterable[Record], name: str, run: str | None = None) -> list[Record]:
     """The records of campaign `name` that count: those of `run` (default: the newest run)."""
-    records = list(records)
+    records = _valid(records)
     run = run if run is not None else current_run(records, name)
     out = []
     for r in records:
         c = campaign_of(r)
-        if c is not None and c["name"] == name and str(c.get("run") or "") == (run or ""):
+        if c is not None and c.name == name and c.run == (run or ""):
             out.append(r)
     return out
 
 
-def latest_by_key(records: Iterable[dict[str, Any]]) -> dict[Key, dict[str, Any]]:
+def latest_by_key(records: Iterable[Record]) -> dict[Key, Record]:
     """Each (workload, cell, repetition) to its latest record (records oldest first, as
     store.load_records gives them): a pair run again with --retry-failed has two."""
-    found: dict[Key, dict[str, Any]] = {}
-    for r in records:
+    found: dict[Key, Record] = {}
+    for r in _valid(records):
         key = run_key(r)
         if key is not None:
             found[key] = r

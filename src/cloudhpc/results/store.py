@@ -14,7 +14,7 @@ import os
 import secrets
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
@@ -23,8 +23,7 @@ from ..atomic import write_json
 from ..errors import CloudhpcError, EnvironmentFailure, no_room
 from ..job import Job
 from .provenance import Probe, host_info, software
-
-SCHEMA = "cloudhpc.record/1"
+from .record import SCHEMA, Record, RecordInvalid, as_record, is_record_id
 
 
 def now_utc() -> dt.datetime:
@@ -146,7 +145,7 @@ def write_record(results_dir: str | os.PathLike, record: dict[str, Any]) -> Path
     final = path / f"{record['id']}.json"
     try:
         # fsync'd before it gets its name; replace=False: never rewrites an earlier record
-        write_json(final, record, replace=False, fsync=True, default=str)
+        write_json(final, record, replace=False, fsync=True)
     except FileExistsError:
         raise CloudhpcError(f"record {final} already exists; records are never rewritten") from None
     except OSError as e:
@@ -156,50 +155,22 @@ def write_record(results_dir: str | os.PathLike, record: dict[str, Any]) -> Path
 
 def files_dir(results_dir: str | os.PathLike, record_id: str) -> Path:
     """Where a record's own files (plots, profiles, exports) are stored beside it."""
+    check_record_id(record_id)
     return Path(results_dir) / f"{record_id}.files"
 
 
-# What listing, showing and exporting read from a record, and the type each must have.
-REQUIRED_FIELDS = {"id": str, "app": str, "started_at": str}
-TYPED_FIELDS = {
-    "host": dict,
-    "env": dict,
-    "mpi": dict,
-    "launch": dict,
-    "params": dict,
-    "timings": dict,
-    "metrics": dict,
-    "extra": dict,
-    "rows": list,
-    "outputs": list,
-    "nodes": list,
-    "hosts": list,
-    "nprocs": int,
-    "command_line": str,
-    "status": str,
-}
+def read_record(path: Path) -> Record:
+    """One record file, checked against its schema (record.py); CloudhpcError naming the file
+    and the field that is wrong with it."""
+    constants: list[str] = []  # NaN, Infinity, -Infinity met in the text (not JSON, but Python
+    # wrote them before the writer refused them): only then are metrics and rows searched
 
+    def constant(name: str) -> float:
+        constants.append(name)
+        return float(name.replace("Infinity", "inf"))
 
-def record_problem(obj: Any) -> str | None:
-    """Why `obj` is not a usable record (None: it is one)."""
-    if not isinstance(obj, dict):
-        return f"a JSON {type(obj).__name__ if obj is not None else 'null'}, not an object"
-    for key, kind in REQUIRED_FIELDS.items():
-        if key not in obj:
-            return f"no {key!r} field"
-        if not isinstance(obj[key], kind):
-            return f"field {key!r} is not a {kind.__name__}"
-    for key, kind in TYPED_FIELDS.items():
-        value = obj.get(key)
-        if value is not None and not isinstance(value, kind):
-            return f"field {key!r} is not a {kind.__name__}"
-    return None
-
-
-def read_record(path: Path) -> dict[str, Any]:
-    """One record file, checked; CloudhpcError naming the file and what is wrong with it."""
     try:
-        obj = json.loads(path.read_bytes().decode("utf-8"))
+        obj = json.loads(path.read_bytes().decode("utf-8"), parse_constant=constant)
     except UnicodeDecodeError as e:
         raise CloudhpcError(f"record {path} is damaged: not UTF-8 text (byte {e.start})") from None
     except json.JSONDecodeError as e:
@@ -208,10 +179,14 @@ def read_record(path: Path) -> dict[str, Any]:
         raise CloudhpcError(f"record {path} is damaged: nested too deeply") from None
     except OSError as e:
         raise CloudhpcError(f"cannot read record {path}: {e.strerror}") from None
-    problem = record_problem(obj)
-    if problem:
-        raise CloudhpcError(f"record {path} is damaged: {problem}")
-    return obj
+    try:
+        return Record.from_dict(obj, path, nonfinite=bool(constants))
+    except RecordInvalid as e:
+        if e.newer:
+            raise CloudhpcError(f"record {path} {e.problem}; upgrade cloudhpc to read it") from None
+        raise CloudhpcError(f"record {path} is damaged: {e}") from None
+    except RecursionError:
+        raise CloudhpcError(f"record {path} is damaged: nested too deeply") from None
 
 
 def _warn(text: str) -> None:
@@ -220,9 +195,10 @@ def _warn(text: str) -> None:
 
 def load_records(
     results_dir: str | os.PathLike, warn: Callable[[str], None] | None = _warn
-) -> list[dict[str, Any]]:
-    """Every record in the directory, oldest first. A damaged one (not UTF-8, not JSON, not an
-    object, a field missing or of the wrong type) is skipped and named through `warn`."""
+) -> list[Record]:
+    """Every record in the directory, oldest first. One that does not follow its schema (not
+    UTF-8, not JSON, a field missing, of the wrong type or out of range, a newer schema) is
+    skipped and named, with its field, through `warn`."""
     path = store_path(results_dir)
     if not path.is_dir():
         raise CloudhpcError(f"no results directory at {path}")
@@ -235,14 +211,25 @@ def load_records(
         except CloudhpcError as e:
             if warn is not None:
                 warn(f"{e}; skipped")
-    records.sort(key=lambda r: (r["started_at"], r["id"]))
+    records.sort(key=lambda r: (r.started, r.id))
     return records
 
 
-def load_record(results_dir: str | os.PathLike, record_id: str) -> dict[str, Any]:
+def check_record_id(record_id: str) -> str:
+    """A record id as a user gives it: a name in the store (or a prefix of one), never a path."""
+    if record_id != "last" and not is_record_id(record_id):
+        raise CloudhpcError(
+            f"{record_id!r} is not a record id (letters, digits, '.', '_' and '-'; "
+            "see `cloudhpc results list`)"
+        )
+    return record_id
+
+
+def load_record(results_dir: str | os.PathLike, record_id: str) -> Record:
     """The record with this id, a unique prefix of it, or `last`: the record written last (by
-    the file's time: `started_at` has whole seconds)."""
+    the file's time: `started_at` has whole seconds). An id is a name, never a path."""
     store_path(results_dir)
+    check_record_id(record_id)
     if record_id == "last":
         if not Path(results_dir).is_dir():
             raise CloudhpcError(f"no results directory at {results_dir}")
@@ -256,7 +243,7 @@ def load_record(results_dir: str | os.PathLike, record_id: str) -> dict[str, Any
     path = Path(results_dir) / f"{record_id}.json"
     if not path.is_file():
         records = load_records(results_dir)
-        matches = [r for r in records if r["id"].startswith(record_id)]
+        matches = [r for r in records if r.id.startswith(record_id)]
         if len(matches) == 1:
             return matches[0]
         if len(matches) > 1:
@@ -266,45 +253,37 @@ def load_record(results_dir: str | os.PathLike, record_id: str) -> dict[str, Any
 
 
 def filter_records(
-    records: list[dict[str, Any]],
+    records: Iterable[Record],
     app: str | None = None,
     env: str | None = None,
     since: dt.datetime | None = None,
     mpi: str | None = None,
     campaign: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[Record]:
     """The records that pass every filter given. `campaign`: the records of that campaign's
     current run (its newest: those of runs before a `campaign run --fresh` no longer count)."""
+    records = [as_record(r) for r in records]
     if campaign is not None:
         from .campaigns import campaign_records
 
         records = campaign_records(records, campaign)
     out = []
     for r in records:
-        # records from before --mpi existed ran the mpich wheel
-        if mpi and ((r.get("mpi") or {}).get("name") or "mpich") != mpi:
+        if mpi and r.mpi.name != mpi:
             continue
-        if app and not (r["app"] == app or r["app"].startswith(app + ".")):
+        if app and not (r.app == app or r.app.startswith(app + ".")):
             continue
-        if env and (r.get("env") or {}).get("name") != env:
+        if env and r.env.name != env:
             continue
-        if since:
-            try:
-                started = dt.datetime.fromisoformat(r["started_at"])
-            except ValueError:
-                continue
-            if started.tzinfo is None:
-                started = started.replace(tzinfo=dt.UTC)
-            if started < since:
-                continue
+        if since and r.started < since:
+            continue
         out.append(r)
     return out
 
 
-def campaign_name(r: dict[str, Any]) -> str | None:
+def campaign_name(r: Record) -> str | None:
     """The name of the campaign a record's run belonged to (None: not run by a campaign)."""
-    c = r.get("campaign")
-    return str(c["name"]) if isinstance(c, dict) and c.get("name") is not None else None
+    return r.campaign.name if r.campaign is not None else None
 
 
 CSV_COLUMNS = [
@@ -326,31 +305,31 @@ CSV_COLUMNS = [
 ]
 
 
-def flat_row(r: dict[str, Any]) -> dict[str, Any]:
+def flat_row(r: Record) -> dict[str, Any]:
     row = {
-        "id": r.get("id"),
-        "started_at": r.get("started_at"),
-        "app": r.get("app"),
-        "env": (r.get("env") or {}).get("name"),
-        "launcher": r.get("launcher"),
-        "nprocs": r.get("nprocs"),
-        "layout": r.get("layout"),
-        "engine": r.get("engine"),
-        "total_s": (r.get("timings") or {}).get("total_s"),
-        "verified": r.get("verified"),
-        "status": r.get("status", "ok"),
-        "host": (r.get("host") or {}).get("hostname"),
-        "cpu_model": (r.get("host") or {}).get("cpu_model"),
-        "mpi_library": (r.get("mpi") or {}).get("library"),
-        "command_line": r.get("command_line"),
+        "id": r.id,
+        "started_at": r.started_at,
+        "app": r.app,
+        "env": r.env.name,
+        "launcher": r.launcher,
+        "nprocs": r.nprocs,
+        "layout": r.layout,
+        "engine": r.engine,
+        "total_s": r.timings.total_s,
+        "verified": r.verified,
+        "status": r.status,
+        "host": r.host.hostname,
+        "cpu_model": r.host.cpu_model,
+        "mpi_library": r.mpi.library,
+        "command_line": r.command_line,
     }
-    for k, v in (r.get("metrics") or {}).items():
+    for k, v in r.metrics.items():
         if isinstance(v, (int, float, str, bool)) or v is None:
             row[f"metric.{k}"] = v
     return row
 
 
-def write_csv(records: list[dict[str, Any]], fh: IO[str]) -> None:
+def write_csv(records: Iterable[Record], fh: IO[str]) -> None:
     rows = [flat_row(r) for r in records]
     extra = sorted({k for row in rows for k in row} - set(CSV_COLUMNS))
     writer = csv.DictWriter(fh, fieldnames=CSV_COLUMNS + extra, extrasaction="ignore")
