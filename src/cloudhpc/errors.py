@@ -43,3 +43,17 @@ def cannot_write(path: str | os.PathLike, e: OSError) -> EnvironmentFailure:
     return EnvironmentFailure(
         f"cannot write {os.fspath(path)}: {e.strerror or os.strerror(e.errno)}"
     )
+
+
+def require(module: str, what: str, package: str | None = None):
+    """Import `module` for `what`, or one line naming the package to install (an optional
+    dependency, or an environment installed before it became one)."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise CloudhpcError(
+            f"{what} needs {package or module}: pip install {package or module!r} "
+            "(or reinstall cloudhpc)"
+        ) from None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -13,9 +12,12 @@ from rich.markup import escape
 
 from ..atomic import atomic_file
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from ..paths import RunFiles, check_output_file, check_run_files
+from ..results.record import Record
 from ..results.store import filter_records, load_record, load_records, write_csv
 from . import results_analysis as analysis
+from . import results_data as data
 from .common import DEFAULT_RESULTS
 from .parser import add_subparser
 from .ui import err, fmt, out, print_table
@@ -85,16 +87,30 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         "--results", default=argparse.SUPPRESS, metavar="DIR", help="results directory"
     )
     _json(show, "the raw JSON record")
-    ex = add_subparser(sub, "export", "export records as CSV")
+    ex = add_subparser(
+        sub,
+        "export",
+        "export records as CSV or Parquet",
+        "Export the selected records: CSV (a fixed set of columns and the metrics), or Parquet "
+        "(--parquet: every column of cloudhpc.results.frame(), one row per run; with --rows one "
+        "row per row of a run's table, a micro-benchmark's message sizes).",
+    )
     _filters(ex)
-    ex.add_argument("--csv", default="-", metavar="FILE", help="output file ('-' for stdout)")
+    ex.add_argument(
+        "--csv", default=None, metavar="FILE", help="CSV file ('-' for stdout, the default)"
+    )
+    ex.add_argument("--parquet", metavar="FILE", help="write a Parquet file instead of CSV")
+    ex.add_argument(
+        "--rows", action="store_true", help="with --parquet: one row per row of each run's table"
+    )
     analysis.add_parsers(sub, _filters, _json)
+    data.add_parsers(sub, _filters, _json)
     _filters(p, top=True)
     _json(p, "the records as a JSON list", top=True)
     p.set_defaults(handler=handle)
 
 
-def selected(args: argparse.Namespace) -> list[dict]:
+def selected(args: argparse.Namespace) -> list[Record]:
     """The records the filters of `args` (the `results` options) select, oldest first."""
     since = parse_since(args.since) if args.since else None
     return filter_records(
@@ -106,22 +122,37 @@ def handle(args: argparse.Namespace) -> int:
     action = args.action or "list"
     if action in analysis.ACTIONS:
         return analysis.ACTIONS[action](args, selected)
+    if action in data.ACTIONS:
+        return data.ACTIONS[action](args, selected)
     if action == "show":
         given = [f"--{f}" for f in FILTERS if getattr(args, f) is not None]
         if given:
             raise CloudhpcError(f"{', '.join(given)} filter a list; `results show` takes an id")
         rec = load_record(args.results, args.id)
         if args.json:
-            print(json.dumps(rec, indent=1))
+            print_json(rec, indent=1)
         else:
             _show(rec)
         return 0
     if action == "export":
         if args.json:
             raise CloudhpcError("`results export` writes CSV; use `results list --json` for JSON")
-        if args.csv != "-":
-            check_output_file(args.csv, "--csv")
-            check_run_files(RunFiles(outputs=[("--csv", args.csv)]), args.results)
+        if args.parquet is not None and args.csv is not None:
+            raise CloudhpcError("--csv and --parquet: give one")
+        if args.parquet is not None and not args.parquet.strip():
+            raise CloudhpcError("--parquet is empty: give the file to write")
+        if args.rows and args.parquet is None:
+            raise CloudhpcError("--rows is for --parquet (CSV has one row per run)")
+        option, given = (
+            ("--parquet", args.parquet) if args.parquet is not None else ("--csv", args.csv)
+        )
+        if given is not None and given != "-" or option == "--parquet":
+            check_output_file(given, option)
+            check_run_files(RunFiles(outputs=[(option, given)]), args.results)
+        args.csv = args.csv or "-"
+    if action == "export" and args.parquet is not None:
+        data.write_parquet(args, args.parquet, args.rows)
+        return 0
     records = selected(args)
     if action == "export":
         if args.csv == "-":
@@ -139,21 +170,21 @@ def handle(args: argparse.Namespace) -> int:
             )
         return 0
     if args.json:
-        print(json.dumps(records, indent=1))
+        print_json(records, indent=1)
         return 0
     rows = [
         {
-            "id": r["id"],
-            "started": r["started_at"][:19],
+            "id": r.id,
+            "started": r.started_at[:19],
             "app": _app(r),
-            "engine": r.get("engine"),
+            "engine": r.engine,
             "mpi": mpi_name(r),
-            "env": _get(r, "env", "name"),
+            "env": r.env.name,
             "where": _where(r),
-            "P": r.get("nprocs"),
-            "total_s": _get(r, "timings", "total_s"),
-            "verified": r.get("verified"),
-            "status": r.get("status", "ok"),
+            "P": r.nprocs,
+            "total_s": r.total_s,
+            "verified": r.verified,
+            "status": r.status,
         }
         for r in records
     ]
@@ -161,92 +192,57 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
-def _app(r: dict) -> str:
+def _app(r: Record) -> str:
     """The app, with an NPB run's kernel and class: `npb cg A`."""
-    extra = _mapping(r.get("extra"))
-    if r.get("app") == "npb" and extra.get("kernel"):
-        return f"npb {str(extra['kernel']).lower()} {extra.get('class', '')}".strip()
-    return str(r.get("app"))
+    if r.app == "npb" and r.extra.get("kernel"):
+        return f"npb {str(r.extra['kernel']).lower()} {r.extra.get('class', '')}".strip()
+    return r.app
 
 
-def mpi_name(r: dict) -> str | None:
-    """The MPI implementation and version: the record's `mpi.name` and `mpi.version` when it has
-    them, else read from the library's own version string (MPI_Get_library_version)."""
-    mpi = _mapping(r.get("mpi"))
-    if mpi.get("name"):
-        return f"{mpi['name']} {mpi.get('version') or ''}".strip()
-    library = str(mpi.get("library") or "")
-    for pattern, name in _MPI_LIBRARIES:
-        m = re.search(pattern, library)
-        if m:
-            return f"{name} {m.group(1)}"
-    return library.split(",")[0][:24] or None
+def mpi_name(r: Record) -> str:
+    """The MPI implementation and version (for records from before --mpi: as the library's own
+    version string names them, results/record.py)."""
+    return f"{r.mpi.name} {r.mpi.version or ''}".strip()
 
 
-_MPI_LIBRARIES = (
-    (r"MPICH Version:\s*(\S+)", "mpich"),
-    (r"Open MPI v(\S+?),", "openmpi"),
-    (r"Intel\(R\) MPI Library (\S+)", "intelmpi"),
-)
-
-
-def _where(r: dict) -> str:
+def _where(r: Record) -> str:
     """Where the ranks ran: this machine, the hosts of an emulated cluster, or real hosts."""
-    cluster = _mapping(r.get("cluster"))
-    if cluster.get("name"):
-        hosts = cluster.get("hosts") if isinstance(cluster.get("hosts"), list) else []
-        kind = "throwaway cluster" if cluster.get("ephemeral") else "cluster"
-        return f"{kind} {cluster['name']} ({len(hosts)} hosts)"
-    nodes = r.get("nodes") if isinstance(r.get("nodes"), list) else []
-    if r.get("launcher") in ("hosts", "slurm") or len(nodes) > 1:
-        names = sorted({str(n) for n in nodes}) or [
-            str(h.get("name")) for h in r.get("hosts") or [] if isinstance(h, dict)
-        ]
+    if r.cluster is not None and r.cluster.name:
+        kind = "throwaway cluster" if r.cluster.ephemeral else "cluster"
+        return f"{kind} {r.cluster.name} ({len(r.cluster.hosts)} hosts)"
+    if r.launcher in ("hosts", "slurm") or len(r.nodes) > 1:
+        names = sorted(set(r.nodes)) or [str(h.get("name")) for h in r.hosts]
         shown = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
-        return f"{r.get('launcher')}: {shown}"
+        return f"{r.launcher}: {shown}"
     return "this machine"
 
 
-def _get(r: dict, section: str, key: str, default=None):
-    """r[section][key] where either may be missing or not a mapping (older or hand-made
-    records): shown as missing, never a crash."""
-    part = r.get(section)
-    return part.get(key, default) if isinstance(part, dict) else default
-
-
-def _mapping(value) -> dict:
-    return value if isinstance(value, dict) else {}
-
-
-def _show(r: dict) -> None:
-    variables = _mapping(_get(r, "env", "variables"))
-    phases = _mapping(_get(r, "timings", "phases"))
+def _show(r: Record) -> None:
     head = [
-        ("id", r.get("id")),
-        ("app", r.get("app")),
-        ("status", r.get("status", "ok")),
-        ("command", r.get("command_line")),
-        ("started", r.get("started_at")),
-        ("host", f"{_get(r, 'host', 'hostname')} ({_get(r, 'host', 'cpu_model')})"),
-        ("mpi", f"{mpi_name(r)}: {_get(r, 'mpi', 'library')}"),
-        ("engine", r.get("engine")),
-        ("launcher", r.get("launcher")),
-        ("ranks / layout", f"{r.get('nprocs')} / {r.get('layout')}"),
-        ("environment", _get(r, "env", "name")),
+        ("id", r.id),
+        ("app", r.app),
+        ("status", r.status),
+        ("command", r.command_line),
+        ("started", r.started_at),
+        ("host", f"{r.host.hostname} ({r.host.cpu_model})"),
+        ("mpi", f"{mpi_name(r)}: {r.mpi.library}"),
+        ("engine", r.engine),
+        ("launcher", r.launcher),
+        ("ranks / layout", f"{r.nprocs} / {r.layout}"),
+        ("environment", r.env.name),
         ("where", _where(r)),
-        ("env variables", " ".join(f"{k}={v}" for k, v in variables.items())),
-        ("total_s", fmt(_get(r, "timings", "total_s"))),
-        ("phases", ", ".join(f"{k} {fmt(v)}" for k, v in phases.items())),
-        ("jit_cache", r.get("jit_cache")),
-        ("verified", r.get("verified")),
+        ("env variables", " ".join(f"{k}={v}" for k, v in r.env.variables.items())),
+        ("total_s", fmt(r.total_s)),
+        ("phases", ", ".join(f"{k} {fmt(v)}" for k, v in r.timings.phases.items())),
+        ("jit_cache", r.jit_cache),
+        ("verified", r.verified),
     ]
-    if r.get("checked_against"):
-        check_s = fmt(_get(r, "timings", "check_s"))
-        head.append(("check", f"against {r['checked_against']}, {check_s} s (not in total_s)"))
+    if r.checked_against:
+        check_s = fmt(r.timings.check_s)
+        head.append(("check", f"against {r.checked_against}, {check_s} s (not in total_s)"))
     for k, v in head:
         out.print(f"[bold]{k:>15}[/]  {escape(str(v))}", highlight=False)
-    if r.get("metrics"):
-        print_table("metrics", [r["metrics"]])
-    rows = [row for row in r.get("rows") or [] if isinstance(row, dict)]
-    if rows:
-        print_table("rows", rows)
+    if r.metrics:
+        print_table("metrics", [dict(r.metrics)])
+    if r.rows:
+        print_table("rows", [dict(row) for row in r.rows])

@@ -1,0 +1,108 @@
+"""`cloudhpc results sql` and `results export --parquet`: the store as data (results/frames.py,
+results/sql.py), printed or written."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import math
+from collections.abc import Callable
+from typing import Any
+
+from ..atomic import atomic_path
+from ..errors import CloudhpcError
+from ..jsontext import print_json
+from .parser import add_subparser
+from .ui import err, print_table
+
+Select = Callable[[argparse.Namespace], list]
+
+SQL_HELP = (
+    "Query the records with SQL (DuckDB, in memory). Two views: `records`, one row per run "
+    "(id, app, workload, status, started_at, env, mpi, nprocs, total_s, phase.NAME, metric.NAME, "
+    "param.NAME, cell.OPTION, campaign, ...: docs/results.md), and `rows`, one row per row of a "
+    "run's table (a micro-benchmark's message sizes: bytes, t_usec, mbytes_per_sec, ...) with "
+    'the run\'s id, app, env, mpi and nprocs. Quote dotted names: "metric.mops_total". The '
+    "filters (--app, --env, --mpi, --since, --campaign) select the records first. The query "
+    "reads no file and writes none."
+)
+
+
+def add_parsers(sub, filters, json_option) -> None:
+    q = add_subparser(
+        sub, "sql", "query the records with SQL (DuckDB): views records and rows", SQL_HELP
+    )
+    q.add_argument(
+        "query", help='e.g. "SELECT app, env, median(total_s) FROM records GROUP BY ALL"'
+    )
+    filters(q)
+    json_option(q, "the answer as a JSON list of rows")
+
+
+def _cell(value: Any) -> Any:
+    """A DuckDB/pandas value as JSON and the table have it."""
+    if value is None:
+        return None
+    if hasattr(value, "item") and not isinstance(value, str):  # numpy scalars
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dt.datetime | dt.date):
+        return value.isoformat()
+    if hasattr(value, "isoformat"):  # pandas Timestamp
+        return value.isoformat()
+    try:
+        import pandas as pd
+
+        if value is pd.NA or value is pd.NaT:
+            return None
+    except ImportError:  # pragma: no cover
+        pass
+    return value
+
+
+def filters(args: argparse.Namespace) -> dict[str, Any]:
+    """The record filters of `results` as frames.select takes them."""
+    from .results import parse_since
+
+    return {
+        "app": args.app, "env": args.env, "mpi": args.mpi, "campaign": args.campaign,
+        "since": parse_since(args.since) if args.since else None,
+    }  # fmt: skip
+
+
+def handle_sql(args: argparse.Namespace, select: Select) -> int:
+    from ..results.sql import check, query_store
+
+    check(args.query)  # a query that cannot run fails before the store is read
+    answer = query_store(args.results, args.query, **filters(args))
+    columns = [str(c) for c in answer.columns]
+    rows = [
+        {c: _cell(v) for c, v in zip(columns, values, strict=True)}
+        for values in answer.itertuples(index=False, name=None)
+    ]
+    if args.json:
+        print_json(rows, indent=1)
+    else:
+        print_table(f"{len(rows)} row{'s' if len(rows) != 1 else ''}", rows, columns)
+    return 0
+
+
+def write_parquet(args: argparse.Namespace, path: str, rows: bool) -> int:
+    """The selected records' frame (or their per-size rows) as a Parquet file, whole or not at
+    all; returns the number of rows written."""
+    from ..results.frames import frame
+
+    table = frame(args.results, rows=rows, **filters(args))
+    try:
+        with atomic_path(path) as tmp:
+            table.to_parquet(tmp, index=False)
+    except OSError as e:
+        raise CloudhpcError(f"cannot write {path}: {e.strerror or e}") from None
+    what = "row" if rows else "run"
+    n = len(table)
+    err.print(f"wrote {n} {what}{'s' if n != 1 else ''} to {path}", highlight=False, markup=False)
+    return n
+
+
+ACTIONS = {"sql": handle_sql}
