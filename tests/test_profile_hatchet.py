@@ -71,7 +71,7 @@ def test_a_thicket_of_two_profiles(profiles):
     # Hatchet's tree diff of the two
     from cloudhpc.profile.hatchet import to_graphframe
 
-    a, b = (to_graphframe(results / f"{i}.files") for i in ids)
+    a, b = (to_graphframe(results / f"{i}.files", per_rank=False) for i in ids)
     diff = b - a
     assert "MPI_Send" in set(diff.dataframe["name"])
 

@@ -98,7 +98,7 @@ def handle(args: argparse.Namespace) -> int:
     target = list(args.target)
     if target and target[0] == "--":
         target = target[1:]
-    if args.app is None and target and target[0] in ("show", "compare"):
+    if args.app is None and target and target[0] in ("show", "compare", "export"):
         return _handle_stored(target, args)
     return _handle_run(args, target)
 
@@ -356,6 +356,20 @@ def _stored_profile(given: str, results: str) -> str:
     return str(files_dir(results, record["id"]))
 
 
+def _export_hatchet(source: str, out: str, results: str) -> int:
+    from ..atomic import write_text
+    from ..jsontext import dumps
+    from ..profile.hatchet import literal
+
+    check_run_files(RunFiles([("PROFILE", source)], [("--hatchet", out)]), [results])
+    try:
+        write_text(out, dumps(literal(load_profile(source))) + "\n")
+    except OSError as e:
+        raise CloudhpcError(f"cannot write {out}: {e.strerror or e}") from None
+    err.print(f"wrote {out} (a Hatchet literal)", highlight=False, markup=False)
+    return 0
+
+
 def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
     verb = target[0]
     p = Parser(prog=f"cloudhpc profile {verb}")
@@ -364,6 +378,16 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
     if verb == "show":
         p.add_argument("profile", help=what)
         _report_options(p)
+    elif verb == "export":
+        p.description = (
+            "Write a profile for LLNL's tools: a Hatchet literal (hatchet.GraphFrame.from_literal "
+            "reads it; call tree program > MPI function > call site, metrics per rank; "
+            "docs/profile.md)."
+        )
+        p.add_argument("profile", help=what)
+        p.add_argument(
+            "--hatchet", metavar="FILE", required=True, help="the Hatchet literal (JSON) to write"
+        )
     else:
         p.add_argument("a", metavar="A", help=f"baseline profile: {what}")
         p.add_argument("b", metavar="B", help="profile compared with A (as A)")
@@ -379,6 +403,12 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
     if verb == "compare":  # outputs checked before any work, as for runs
         check_output_file(args.csv, "--csv")
         check_output_file(args.plot and f"{args.plot}.png", "--plot")
+    if verb == "export":
+        if not args.hatchet.strip():
+            raise CloudhpcError("--hatchet is empty: give the file to write")
+        check_output_file(args.hatchet, "--hatchet")
+        source = _stored_profile(args.profile, args.results)
+        return _export_hatchet(source, args.hatchet, args.results)
     if verb == "show":
         args.profile = _stored_profile(args.profile, args.results)
     else:

@@ -45,7 +45,9 @@ def program_name(profile: Profile) -> str:
     return "program"
 
 
-def _metrics(exc: list[float], inc: list[float], ranks: list[int], extra: dict[str, float]):
+def _metrics(
+    exc: list[float], inc: list[float], ranks: list[int], extra: dict[str, float], per_rank: bool
+):
     n = max(len(ranks), 1)
     out: dict[str, float] = {
         "time": sum(exc) / n,
@@ -54,7 +56,7 @@ def _metrics(exc: list[float], inc: list[float], ranks: list[int], extra: dict[s
         "time (inc) (max)": max(inc, default=0.0),
         **extra,
     }
-    if len(ranks) <= PER_RANK_LIMIT:
+    if per_rank and len(ranks) <= PER_RANK_LIMIT:
         for r, e, i in zip(ranks, exc, inc, strict=True):
             out[f"time (rank {r})"] = e
             out[f"time (inc) (rank {r})"] = i
@@ -71,8 +73,10 @@ def _sums(stats: Iterable[CallStats | None]) -> dict[str, float]:
     return {"calls": calls, "bytes_sent": sent, "bytes_recv": recv}
 
 
-def literal(profile: Profile) -> list[dict[str, Any]]:
-    """The profile as a Hatchet literal: one root (the program) > MPI functions > call sites."""
+def literal(profile: Profile, per_rank: bool = True) -> list[dict[str, Any]]:
+    """The profile as a Hatchet literal: one root (the program) > MPI functions > call sites.
+    `per_rank=False`: the mean and max columns only (a tree diff of runs at different P needs
+    the same columns on both sides)."""
     ranks: list[RankProfile] = profile.ranks
     if not ranks:
         raise CloudhpcError("the profile has no rank data to export")
@@ -82,8 +86,8 @@ def literal(profile: Profile) -> list[dict[str, Any]]:
         sites_of.setdefault(site.call, []).append(site)
     functions = []
     for name in profile.function_names():
-        per_rank = [r.calls.get(name) for r in ranks]
-        inc = [s.time_s if s else 0.0 for s in per_rank]
+        stats_of = [r.calls.get(name) for r in ranks]
+        inc = [s.time_s if s else 0.0 for s in stats_of]
         children = []
         in_sites = [0.0] * len(ranks)
         for site in sorted(sites_of.get(name, []), key=lambda s: s.id):
@@ -99,13 +103,15 @@ def literal(profile: Profile) -> list[dict[str, Any]]:
                         "type": "callsite",
                         "callsite": site.id,
                     },  # fmt: skip
-                    "metrics": _metrics(times, times, ids, {**_sums(stats), "callsite": site.id}),
+                    "metrics": _metrics(
+                        times, times, ids, {**_sums(stats), "callsite": site.id}, per_rank
+                    ),
                 }
             )
         exc = [max(i - s, 0.0) for i, s in zip(inc, in_sites, strict=True)]
         node: dict[str, Any] = {
             "frame": {"name": name, "type": "mpi"},
-            "metrics": _metrics(exc, inc, ids, {**_sums(per_rank), "callsite": -1}),
+            "metrics": _metrics(exc, inc, ids, {**_sums(stats_of), "callsite": -1}, per_rank),
         }
         if children:
             node["children"] = children
@@ -115,7 +121,7 @@ def literal(profile: Profile) -> list[dict[str, Any]]:
     root_sums = {"calls": 0, "bytes_sent": 0, "bytes_recv": 0, "callsite": -1}
     root = {
         "frame": {"name": program_name(profile), "type": "program"},
-        "metrics": _metrics(outside, total, ids, root_sums),
+        "metrics": _metrics(outside, total, ids, root_sums, per_rank),
     }
     if functions:
         root["children"] = functions
@@ -137,11 +143,14 @@ def metadata(profile: Profile, record_id: str | None = None) -> dict[str, Any]:
     }
 
 
-def to_graphframe(profile: Profile | str | os.PathLike) -> hatchet.GraphFrame:
-    """A hatchet GraphFrame of a profile (a Profile, or a profile.json / record .files path)."""
+def to_graphframe(
+    profile: Profile | str | os.PathLike, per_rank: bool = True
+) -> hatchet.GraphFrame:
+    """A hatchet GraphFrame of a profile (a Profile, or a profile.json / record .files path).
+    `per_rank=False` for a tree diff (`gf_b - gf_a`) of runs at different P."""
     hatchet = require("hatchet", "a Hatchet GraphFrame", "llnl-hatchet")
     prof = profile if isinstance(profile, Profile) else load_profile(profile)
-    gf = hatchet.GraphFrame.from_literal(literal(prof))
+    gf = hatchet.GraphFrame.from_literal(literal(prof, per_rank))
     gf.metadata = metadata(prof)
     return gf
 
