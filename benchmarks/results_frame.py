@@ -5,10 +5,12 @@ Makes N records in a temporary store (made by the store's make_record, written a
 writes them but without its per-record fsync; a third micro-benchmarks with 20 rows each, a third
 NPB, a third k-means runs, in 4 campaigns), then in
 interleaved rounds times:
-    frame(DIR)                 in this process (pandas already imported: import timed apart)
-    frame(DIR, rows=True)      one row per message size
-    results sql (in process)   loading the store and one GROUP BY query
-    cloudhpc results sql ...   the whole command: Python's start, imports, load, query, print
+    frame(DIR), cold                 no cache: every record read, checked, flattened (in this
+                                     process; pandas already imported, its import timed apart)
+    cloudhpc results sql, cold       the whole command (Python's start, imports, load, query,
+                                     print) with no cache
+    frame(DIR[, rows=True]), warm    the store's frames from the cache (results/frames.py)
+    results sql, warm                in process and as the whole command
 and reports the median of each with the load average at the start and end.
 
     .venv/bin/python benchmarks/results_frame.py [--records 10000] [--rounds 3] [--save]
@@ -19,6 +21,8 @@ from __future__ import annotations
 import argparse
 import copy
 import datetime as dt
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -122,26 +126,28 @@ def main() -> int:
         print(f"{args.records} records made in {made:.1f} s; {load_note()}", flush=True)
         cmd = [sys.executable, "-m", "cloudhpc", "results", "sql", QUERY, "--results", str(store),
                "--json"]  # fmt: skip
+        cache = Path(tmp) / "cache"  # the frames' cache of this run only
+        os.environ["XDG_CACHE_HOME"] = str(cache)
         times: dict[str, list[float]] = {}
         shape = {}
+
+        def add(name: str, fn) -> None:
+            times.setdefault(name, []).append(timed(fn))
+
         for _ in range(args.rounds):
-            f = None
-
-            def run_frame():
-                nonlocal f
-                f = frame(store)
-
-            times.setdefault("frame(DIR)", []).append(timed(run_frame))
-            shape["frame"] = f.shape
-            times.setdefault("frame(DIR, rows=True)", []).append(
-                timed(lambda: shape.__setitem__("rows", frame(store, rows=True).shape))
-            )
-            times.setdefault("results sql, in process", []).append(
-                timed(lambda: query_store(store, QUERY))
-            )
-            times.setdefault("cloudhpc results sql (the command)", []).append(
-                timed(lambda: subprocess.run(cmd, check=True, capture_output=True, cwd=ROOT))
-            )
+            # cold: no cache, every record read, checked and flattened (a new store)
+            shutil.rmtree(cache, ignore_errors=True)
+            add("frame(DIR), cold", lambda: shape.__setitem__("frame", frame(store).shape))
+            shutil.rmtree(cache, ignore_errors=True)
+            add("cloudhpc results sql, cold", lambda: subprocess.run(cmd, check=True,
+                capture_output=True, cwd=ROOT))  # fmt: skip
+            # warm: the store as the cache left it (the cache's own use)
+            add("frame(DIR), warm", lambda: frame(store))
+            add("frame(DIR, rows=True), warm",
+                lambda: shape.__setitem__("rows", frame(store, rows=True).shape))  # fmt: skip
+            add("results sql in process, warm", lambda: query_store(store, QUERY))
+            add("cloudhpc results sql, warm", lambda: subprocess.run(cmd, check=True,
+                capture_output=True, cwd=ROOT))  # fmt: skip
     rows = [[name, f"{statistics.median(v):.3f}", " ".join(f"{x:.3f}" for x in v)]
             for name, v in times.items()]  # fmt: skip
     notes = [
