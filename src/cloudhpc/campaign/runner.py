@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from ..launch.execute import run_job
 from ..launch.runner import Monitor
 from ..results.campaigns import Key, campaign_records, campaign_runs, latest_by_key
+from ..results.record import Record, as_record
 from .plan import CampaignPlan, PlannedRun
 
 
@@ -74,7 +75,7 @@ def changed_commands(plan: CampaignPlan, state: State) -> dict[str, tuple[str, i
     count as done (`--fresh` starts over)."""
     found: dict[str, tuple[str, int]] = {}
     for key, record in state.done.items():
-        recorded = (record.get("campaign") or {}).get("command")
+        recorded = record.campaign.command if record.campaign else None
         workload = key[0]
         now = command_of(plan, workload)
         if isinstance(recorded, str) and now is not None and recorded != now:
@@ -88,14 +89,14 @@ class State:
     (workload, cell, repetition)'s latest record in it."""
 
     run_id: str | None
-    done: dict[Key, dict]  # key -> its latest record (status ok or failed)
+    done: dict[Key, Record]  # key -> its latest record (status ok or failed)
     older_records: int  # records of earlier runs (before a --fresh), no longer counted
 
     def status(self, planned: PlannedRun) -> str:
         record = self.done.get(planned.key)
         if record is None:
             return "missing"
-        return "ok" if record.get("status", "ok") == "ok" else "failed"
+        return "ok" if record.status == "ok" else "failed"
 
 
 def campaign_state(plan: CampaignPlan, records: Sequence[dict]) -> State:
@@ -124,13 +125,13 @@ class Eta:
     def add(self, planned: PlannedRun, seconds: float) -> None:
         self.took[planned.key] = seconds
 
-    def seed(self, records: Iterable[dict]) -> None:
+    def seed(self, records: Iterable[Record]) -> None:
         """Earlier runs of the campaign (launch.wall_s of each record)."""
         from ..results.campaigns import run_key
 
         for r in records:
             key = run_key(r)
-            wall = (r.get("launch") or {}).get("wall_s")
+            wall = as_record(r).section("launch").get("wall_s")
             if key is not None and isinstance(wall, (int, float)):
                 self.took[key] = float(wall)
 
@@ -203,9 +204,9 @@ def summary_rows(plan: CampaignPlan, state: State) -> list[dict[str, Any]]:
             statuses = [state.status(p) for p in mine]
             totals = []
             for p in mine:
-                t = (state.done.get(p.key) or {}).get("timings") or {}
-                if state.status(p) == "ok" and isinstance(t.get("total_s"), (int, float)):
-                    totals.append(float(t["total_s"]))
+                record = state.done.get(p.key)
+                if record is not None and record.ok and record.total_s is not None:
+                    totals.append(record.total_s)
             rows.append(
                 {
                     "workload": w.name,

@@ -30,6 +30,7 @@ from ..jsontext import print_json
 from ..launch.execute import RunRequest
 from ..launch.runner import Monitor
 from ..results.campaigns import campaign_records, new_run_id
+from ..results.record import as_record
 from ..results.store import check_writable, load_records
 from .common import DEFAULT_RESULTS, collecting
 from .parser import add_subparser, raising_errors
@@ -283,13 +284,13 @@ class Display:
 
     def finished(self, planned: PlannedRun, record: dict, seconds: float) -> None:
         self.done = getattr(self, "done", 0) + 1
-        ok = record.get("status") == "ok"
-        total_s = (record.get("timings") or {}).get("total_s")
-        took = f"total {total_s:.3f}s" if isinstance(total_s, (int, float)) else ""
+        r = as_record(record)
+        ok = r.ok
+        took = f"total {r.total_s:.3f}s" if r.total_s is not None else ""
         why = ""
         if not ok:
-            error = (record.get("extra") or {}).get("error")
-            why = f": {error}" if error else " (exit status {})".format(record.get("exit_code"))
+            error = r.extra.get("error")
+            why = f": {error}" if error else f" (exit status {r.exit_code})"
         width = len(str(self.total))
         self.line(
             f"[{self.done:>{width}}/{self.total}] {'ok    ' if ok else 'FAILED'} "
@@ -412,9 +413,10 @@ def _run_one(plan: CampaignPlan, index: int, run_id: str) -> int:
     what = f"{planned.workload} {cell_label(planned.cell)} repetition {planned.repetition}"
     err.print(f"campaign {plan.campaign.name} (run {run_id}): {what}", highlight=False)
     record = LocalRunner().run(planned, annotation(plan, planned, run_id), Monitor())
-    ok = record.get("status") == "ok"
-    why = "" if ok else f": {(record.get('extra') or {}).get('error', 'failed')}"
-    err.print(f"{'ok' if ok else 'FAILED'} {what}; record {record['id']}{why}", highlight=False)
+    r = as_record(record)
+    why = "" if r.ok else f": {r.extra.get('error', 'failed')}"
+    err.print(f"{'ok' if r.ok else 'FAILED'} {what}; record {r.id}{why}", highlight=False)
+    ok = r.ok
     return 0 if ok else 1
 
 
@@ -565,7 +567,7 @@ def handle_status(args: argparse.Namespace) -> int:
                 "cell": p.cell,
                 "repetition": p.repetition,
                 "status": state.status(p),
-                "record": (state.done.get(p.key) or {}).get("id"),
+                "record": state.done[p.key].id if p.key in state.done else None,
             }
             for p in plan.runs
         ]

@@ -10,10 +10,11 @@ from ..analysis import cost
 from ..analysis.fields import label, parse_fields, parse_filter, parse_metric, workload
 from ..errors import CloudhpcError
 from ..jsontext import print_json
+from ..results.record import Record
 from .parser import add_subparser
 from .ui import err, fmt, out, print_table
 
-Select = Callable[[argparse.Namespace], list[dict]]
+Select = Callable[[argparse.Namespace], list[Record]]
 
 METRIC_HELP = (
     "the number compared: total_s (the run's time inside the job), mops (NPB Mop/s total), "
@@ -301,14 +302,10 @@ def handle_cost(args: argparse.Namespace, select: Select) -> int:
         print_json(
             {
                 "prices": {"table": table.origin, "dates": table.dates},
-                "runs": [
-                    {"id": r["id"], "workload": workload(r), **rc.as_dict()} for r, rc in rows
-                ],
+                "runs": [{"id": r.id, "workload": workload(r), **rc.as_dict()} for r, rc in rows],
                 "total_usd": sum(rc.prorata_usd for _, rc in rows),
                 "total_usd_billed_alone": sum(rc.billed_usd for _, rc in rows),
-                "not_priced": [
-                    {"id": r["id"], "why": _unpriced_reason(r, table)} for r in unpriced
-                ],
+                "not_priced": [{"id": r.id, "why": _unpriced_reason(r, table)} for r in unpriced],
             },
             indent=1,
         )
@@ -317,9 +314,9 @@ def handle_cost(args: argparse.Namespace, select: Select) -> int:
         f"cost of {len(rows)} run{'s' if len(rows) != 1 else ''}",
         [
             {
-                "id": r["id"],
+                "id": r.id,
                 "workload": workload(r),
-                "P": r.get("nprocs"),
+                "P": r.nprocs,
                 "total_s": rc.seconds,
                 "instance": rc.instance,
                 "nodes": rc.nodes,
@@ -349,14 +346,14 @@ def handle_cost(args: argparse.Namespace, select: Select) -> int:
     )
     for r in unpriced:
         err.print(
-            f"cloudhpc: warning: {r['id']} not priced: {_unpriced_reason(r, table)}",
+            f"cloudhpc: warning: {r.id} not priced: {_unpriced_reason(r, table)}",
             highlight=False,
             markup=False,
         )
     return 0
 
 
-def _unpriced_reason(r: dict, table: cost.PriceTable) -> str:
+def _unpriced_reason(r: Record, table: cost.PriceTable) -> str:
     if cost.record_seconds(r) is None:
         return "it has no total_s"
     inst = cost.instance_of(r)
