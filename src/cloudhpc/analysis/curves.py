@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CloudhpcError
+from ..results.record import Record, as_record
 
 FORMAT = 1  # of the rows and extra fields `bench.curves` records hold
 
@@ -115,11 +116,11 @@ class Curves:
         return out
 
     @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Curves:
-        extra = record.get("extra") or {}
+    def from_record(cls, record: Record | dict[str, Any]) -> Curves:
+        record = as_record(record)
         by_op: dict[str, list[Point]] = {}
         try:
-            for r in record.get("rows") or []:
+            for r in record.rows:
                 by_op.setdefault(str(r["op"]), []).append(
                     Point(
                         int(r["bytes"]),
@@ -129,15 +130,14 @@ class Curves:
                     )
                 )
         except (KeyError, TypeError, ValueError) as e:
-            raise CloudhpcError(f"curves record {record.get('id')} is malformed: {e}") from None
-        stopped = extra.get("stopped_at") or {}
+            raise CloudhpcError(f"curves record {record.id} is malformed: {e}") from None
+        stopped = record.extra.get("stopped_at") or {}
         curves = {op: Curve(op, pts, stopped.get(op)) for op, pts in by_op.items()}
-        probe = (record.get("metrics") or {}).get("compute_probe_s")
-        params = record.get("params") or {}
+        probe = record.metrics.get("compute_probe_s")
         return cls(
             curves,
             float(probe) if probe is not None else None,
-            record.get("id"),
-            dict(params.get("key") or {}),
-            str((record.get("env") or {}).get("name", "")),
+            record.id,
+            dict(record.params.get("key") or {}),
+            record.env.name or "",
         )

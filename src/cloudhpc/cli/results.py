@@ -118,12 +118,19 @@ def selected(args: argparse.Namespace) -> list[Record]:
     )
 
 
+def record_filters(args: argparse.Namespace) -> dict:
+    """The filters of `args` as results.frames.select takes them."""
+    since = parse_since(args.since) if args.since else None
+    return {"app": args.app, "env": args.env, "mpi": args.mpi, "since": since,
+            "campaign": args.campaign}  # fmt: skip
+
+
 def handle(args: argparse.Namespace) -> int:
     action = args.action or "list"
     if action in analysis.ACTIONS:
         return analysis.ACTIONS[action](args, selected)
     if action in data.ACTIONS:
-        return data.ACTIONS[action](args, selected)
+        return data.ACTIONS[action](args, record_filters(args))
     if action == "show":
         given = [f"--{f}" for f in FILTERS if getattr(args, f) is not None]
         if given:
@@ -151,7 +158,7 @@ def handle(args: argparse.Namespace) -> int:
             check_run_files(RunFiles(outputs=[(option, given)]), args.results)
         args.csv = args.csv or "-"
     if action == "export" and args.parquet is not None:
-        data.write_parquet(args, args.parquet, args.rows)
+        data.write_parquet(args, record_filters(args), args.parquet, args.rows)
         return 0
     records = selected(args)
     if action == "export":

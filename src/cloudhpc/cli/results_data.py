@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import math
-from collections.abc import Callable
 from typing import Any
 
 from ..atomic import atomic_path
@@ -14,8 +13,6 @@ from ..errors import CloudhpcError
 from ..jsontext import print_json
 from .parser import add_subparser
 from .ui import err, print_table
-
-Select = Callable[[argparse.Namespace], list]
 
 SQL_HELP = (
     "Query the records with SQL (DuckDB, in memory). Two views: `records`, one row per run "
@@ -61,21 +58,12 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def filters(args: argparse.Namespace) -> dict[str, Any]:
-    """The record filters of `results` as frames.select takes them."""
-    from .results import parse_since
-
-    return {
-        "app": args.app, "env": args.env, "mpi": args.mpi, "campaign": args.campaign,
-        "since": parse_since(args.since) if args.since else None,
-    }  # fmt: skip
-
-
-def handle_sql(args: argparse.Namespace, select: Select) -> int:
+def handle_sql(args: argparse.Namespace, filters: dict[str, Any]) -> int:
+    """`filters`: the record filters of `results` as frames.select takes them."""
     from ..results.sql import check, query_store
 
     check(args.query)  # a query that cannot run fails before the store is read
-    answer = query_store(args.results, args.query, **filters(args))
+    answer = query_store(args.results, args.query, **filters)
     columns = [str(c) for c in answer.columns]
     rows = [
         {c: _cell(v) for c, v in zip(columns, values, strict=True)}
@@ -88,12 +76,12 @@ def handle_sql(args: argparse.Namespace, select: Select) -> int:
     return 0
 
 
-def write_parquet(args: argparse.Namespace, path: str, rows: bool) -> int:
+def write_parquet(args: argparse.Namespace, filters: dict[str, Any], path: str, rows: bool) -> int:
     """The selected records' frame (or their per-size rows) as a Parquet file, whole or not at
     all; returns the number of rows written."""
     from ..results.frames import frame
 
-    table = frame(args.results, rows=rows, **filters(args))
+    table = frame(args.results, rows=rows, **filters)
     try:
         with atomic_path(path) as tmp:
             table.to_parquet(tmp, index=False)

@@ -22,6 +22,7 @@ from ..errors import CloudhpcError
 from ..job import Job
 from ..launch.runner import Monitor, plan_job, provisioned, raise_for_failure, run_plan
 from ..results.provenance import Probe
+from ..results.record import Record
 from ..results.store import check_writable, load_records, make_record, now_utc, write_record
 
 APP = "bench.curves"
@@ -54,16 +55,14 @@ def same_machine(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return sorted(h[0] for h in a.get("hosts") or []) == sorted(h[0] for h in b.get("hosts") or [])
 
 
-def cached(results_dir: str, key: dict[str, Any]) -> dict[str, Any] | None:
+def cached(results_dir: str, key: dict[str, Any]) -> Record | None:
     """The newest curves record with this key, or None."""
     try:
         records = load_records(results_dir)
     except CloudhpcError:
         return None  # no results directory yet
     for r in reversed(records):
-        if r["app"] != APP or r.get("status") != "ok":
-            continue
-        if (r.get("params") or {}).get("key") == key:
+        if r.app == APP and r.ok and r.params.get("key") == key:
             return r
     return None
 
@@ -136,7 +135,7 @@ def measure(job: Job, monitor: Monitor) -> dict[str, Any]:
     return record
 
 
-def _merge(fresh: dict[str, Any], earlier: dict[str, Any] | None) -> dict[str, Any]:
+def _merge(fresh: dict[str, Any], earlier: Record | None) -> dict[str, Any]:
     """The new record: its own rows, then the earlier record's rows it did not measure again
     (each marked with the record that measured it)."""
     record = dict(fresh)
@@ -146,13 +145,13 @@ def _merge(fresh: dict[str, Any], earlier: dict[str, Any] | None) -> dict[str, A
         r["record"] = record["id"]
     if earlier is not None:
         have = {(r["op"], r["bytes"]) for r in rows}
-        stopped = {**(earlier.get("extra") or {}).get("stopped_at", {})}
+        stopped = {**(earlier.extra.get("stopped_at") or {})}
         stopped.update(extra.get("stopped_at") or {})
         extra["stopped_at"] = stopped
-        extra["merged_from"] = earlier["id"]
-        for r in earlier.get("rows") or []:
+        extra["merged_from"] = earlier.id
+        for r in earlier.rows:
             if (r["op"], r["bytes"]) not in have:
-                rows.append({**r, "record": r.get("record", earlier["id"])})
+                rows.append({**r, "record": r.get("record", earlier.id)})
         if "compute_probe_s" not in (record.get("metrics") or {}):
             record["metrics"] = {**record.get("metrics", {}), **_probe(earlier)}
     rows.sort(key=lambda r: (r["op"], r["bytes"]))
@@ -161,6 +160,6 @@ def _merge(fresh: dict[str, Any], earlier: dict[str, Any] | None) -> dict[str, A
     return record
 
 
-def _probe(record: dict[str, Any]) -> dict[str, Any]:
-    m = record.get("metrics") or {}
+def _probe(record: Record) -> dict[str, Any]:
+    m = record.metrics
     return {k: m[k] for k in ("compute_probe_s", "compute_probe_max_s") if k in m}
