@@ -216,3 +216,17 @@ def test_the_cache_sees_new_records_and_survives_damage(tmp_path, monkeypatch):
     assert set(frame(results)["id"]) == {first["id"], second["id"]}
     (results / f"{first['id']}.json").unlink()  # gone from the store: gone from the frame
     assert list(frame(results)["id"]) == [second["id"]]
+
+
+def test_sql_on_an_unchanged_store_reads_the_cache_without_pandas(store):
+    results, _ = store
+    frame(results, warn=None)  # the cache is current
+    code = (
+        "import sys; from cloudhpc.results.sql import query_store;"
+        "cols, rows = query_store(sys.argv[1], 'SELECT count(*) AS n FROM records');"
+        "print(rows[0][0], 'pandas' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(results)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split() == ["5", "False"], out.stderr

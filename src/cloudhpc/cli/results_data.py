@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import decimal
 import math
 from typing import Any
 
@@ -37,24 +38,15 @@ def add_parsers(sub, filters, json_option) -> None:
 
 
 def _cell(value: Any) -> Any:
-    """A DuckDB/pandas value as JSON and the table have it."""
-    if value is None:
-        return None
-    if hasattr(value, "item") and not isinstance(value, str):  # numpy scalars
-        value = value.item()
+    """A DuckDB value as JSON and the table show it."""
     if isinstance(value, float) and math.isnan(value):
         return None
-    if isinstance(value, dt.datetime | dt.date):
+    if isinstance(value, dt.datetime | dt.date | dt.time):
         return value.isoformat()
-    if hasattr(value, "isoformat"):  # pandas Timestamp
-        return value.isoformat()
-    try:
-        import pandas as pd
-
-        if value is pd.NA or value is pd.NaT:
-            return None
-    except ImportError:  # pragma: no cover
-        pass
+    if isinstance(value, decimal.Decimal):
+        return float(value)
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
     return value
 
 
@@ -63,12 +55,8 @@ def handle_sql(args: argparse.Namespace, filters: dict[str, Any]) -> int:
     from ..results.sql import check, query_store
 
     check(args.query)  # a query that cannot run fails before the store is read
-    answer = query_store(args.results, args.query, **filters)
-    columns = [str(c) for c in answer.columns]
-    rows = [
-        {c: _cell(v) for c, v in zip(columns, values, strict=True)}
-        for values in answer.itertuples(index=False, name=None)
-    ]
+    columns, answer = query_store(args.results, args.query, **filters)
+    rows = [{c: _cell(v) for c, v in zip(columns, values, strict=True)} for values in answer]
     if args.json:
         print_json(rows, indent=1)
     else:

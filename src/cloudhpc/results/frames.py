@@ -270,6 +270,33 @@ def _write_cache(where: Path, manifest: dict, runs: pd.DataFrame, rows: pd.DataF
         return
 
 
+def cached_tables(
+    results_dir: str | os.PathLike, warn: Callable[[str], None] | None = _warn
+) -> tuple[Path, Path] | None:
+    """The store's cached (runs, rows) Parquet files when the cache is current (no record file
+    added, changed or gone), its warnings said again; None otherwise. Nothing is imported:
+    `results sql` hands the files to DuckDB, and needs no pandas when nothing changed."""
+    from .store import store_path
+
+    store = store_path(results_dir)
+    if not store.is_dir():
+        return None
+    where = _cache_dir(store)
+    try:
+        manifest = json.loads((where / "manifest.json").read_text())
+        if manifest.get("version") != CACHE_VERSION or manifest.get("files") != _listing(store):
+            return None
+    except (OSError, ValueError, AttributeError):
+        return None
+    runs, rows = where / "runs.parquet", where / "rows.parquet"
+    if not (runs.is_file() and rows.is_file()):
+        return None
+    if warn is not None:
+        for _, text in sorted(manifest.get("warnings", {}).items()):
+            warn(text)
+    return runs, rows
+
+
 def store_frames(
     results_dir: str | os.PathLike, warn: Callable[[str], None] | None = _warn
 ) -> tuple[pd.DataFrame, pd.DataFrame]:

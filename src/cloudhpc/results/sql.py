@@ -8,20 +8,24 @@ duckdb and pandas are imported here, never by `import cloudhpc`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..errors import CloudhpcError, require
 from .frames import both_frames
 from .record import Record
 
-if TYPE_CHECKING:
-    import pandas as pd
 
-
-def _connect():
+def _connect(external: bool = False):
     duckdb = require("duckdb", "results sql")
-    return duckdb.connect(":memory:", config={"enable_external_access": False})
+    return duckdb.connect(":memory:", config={"enable_external_access": external})
+
+
+def _lock(con) -> None:
+    """From here on the connection reads no file and writes none, and that cannot be undone."""
+    con.execute("SET enable_external_access = false")
+    con.execute("SET lock_configuration = true")
 
 
 def _error(e: Exception) -> CloudhpcError:
@@ -51,37 +55,80 @@ def check(sql: str) -> None:
         )
 
 
-def query(runs: pd.DataFrame, rows: pd.DataFrame | None, sql: str) -> pd.DataFrame:
-    """The answer of `sql` (one SELECT) over the views `records` (the run frame) and `rows`
-    (the per-size frame; None: the query names no `rows`)."""
+Answer = tuple[list[str], list[tuple]]  # column names, rows
+
+
+def _filtered(name: str, source: str, filters: dict[str, Any]) -> tuple[str, list[Any]]:
+    """CREATE TEMP VIEW `name` over `source` keeping what the filters select (as
+    store.filter_records does: `campaign` is that campaign's current run)."""
+    where, params = [], []
+    if filters.get("app"):
+        where.append("(app = ? OR starts_with(app, ?))")
+        params += [filters["app"], filters["app"] + "."]
+    for column in ("env", "mpi", "status"):
+        if filters.get(column):
+            where.append(f"{column} = ?")
+            params.append(filters[column])
+    if filters.get("since") is not None:
+        where.append("started_at >= ?")
+        params.append(filters["since"])
+    if filters.get("campaign") is not None:
+        where.append(
+            "campaign = ? AND coalesce(campaign_run, '') = "
+            "(SELECT max(coalesce(campaign_run, '')) FROM _records WHERE campaign = ?)"
+        )
+        params += [filters["campaign"], filters["campaign"]]
+    clause = f" WHERE {' AND '.join(where)}" if where else ""
+    return f"CREATE TEMP TABLE {name} AS SELECT * FROM {source}{clause}", params
+
+
+def query(runs: Any, rows: Any, sql: str, filters: dict[str, Any] | None = None) -> Answer:
+    """The answer of `sql` (one SELECT) over the views `records` (the run table: a pandas
+    DataFrame, or the path of a Parquet file of one) and `rows` (the per-size table, likewise;
+    None: the query names no `rows`), after the filters (frames.select's). The sources are
+    loaded first; the query runs with file access off."""
     duckdb = require("duckdb", "results sql")
     check(sql)
-    con = _connect()
+    con = _connect(external=True)  # to read the cache's Parquet files, then locked
     try:
-        con.register("records", runs)
-        if rows is not None:
-            con.register("rows", rows)
-        con.execute("SET lock_configuration = true")
+        for name, source in (("records", runs), ("rows", rows)):
+            if source is None:
+                continue
+            if isinstance(source, os.PathLike | str):
+                con.execute(
+                    f"CREATE TEMP TABLE _{name} AS SELECT * FROM read_parquet(?)", [str(source)]
+                )
+            else:
+                con.register(f"_{name}_df", source)
+                con.execute(f"CREATE TEMP TABLE _{name} AS SELECT * FROM _{name}_df")
+                con.unregister(f"_{name}_df")
+            text, params = _filtered(name, f"_{name}", filters or {})
+            con.execute(text, params)
+        _lock(con)
         try:
-            return con.execute(sql).df()
+            cursor = con.execute(sql)
+            columns = [d[0] for d in cursor.description]
+            return columns, cursor.fetchall()
         except duckdb.Error as e:
             raise _error(e) from None
     finally:
         con.close()
 
 
-def query_records(records: Iterable[Record], sql: str) -> pd.DataFrame:
+def query_records(records: Iterable[Record], sql: str) -> Answer:
     """`sql` over the views of these records (not a store's: no cache)."""
     check(sql)
     runs, rows = both_frames(records, runs=True, rows="rows" in sql.lower())
     return query(runs, rows, sql)
 
 
-def query_store(results_dir, sql: str, **filters) -> pd.DataFrame:
-    """`sql` over the views of a results store (frames.store_frames: cached), the records
-    selected by `filters` (frames.select's)."""
-    from .frames import select, store_frames
+def query_store(results_dir, sql: str, **filters: Any) -> Answer:
+    """`sql` over the views of a results store, the records selected by `filters`: straight
+    from the frames' cache (pyarrow, no pandas) when the store did not change, else through
+    frames.store_frames (which brings the cache up to date)."""
+    from .frames import cached_tables, store_frames
 
     check(sql)
-    runs, rows = store_frames(results_dir)
-    return query(select(runs, **filters), select(rows, runs=runs, **filters), sql)
+    tables = cached_tables(results_dir)
+    runs, rows = tables if tables is not None else store_frames(results_dir)
+    return query(runs, rows if "rows" in sql.lower() else None, sql, filters)
