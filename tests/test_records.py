@@ -9,6 +9,7 @@ import ast
 import copy
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -276,3 +277,76 @@ def test_a_written_record_holds_no_nan(tmp_path):
     r["metrics"] = {"err": float("nan")}
     path = write_record(tmp_path, r)
     assert json.loads(path.read_text())["metrics"] == {"err": None}
+
+
+# ---- profiles: the same rule for profile.json (profile.schema.json) ---------------------------
+
+
+def _profile() -> dict:
+    from cloudhpc.profile.model import CallStats, Profile, RankProfile
+
+    ranks = [
+        RankProfile(
+            rank=r,
+            total_s=1.0,
+            mpi_s=0.25,
+            sent_msgs=[0, 1],
+            sent_bytes=[0, 8],
+            recv_msgs=[1, 0],
+            recv_bytes=[8, 0],
+            calls={"MPI_Send": CallStats(1, 0.25, 0.25, 0.25, 8, 0)},
+        )  # fmt: skip
+        for r in range(2)
+    ]
+    return Profile(nprocs=2, ranks=ranks).to_json()
+
+
+PROFILE_DAMAGE = [
+    ("ranks.0", ["a list"], "ranks[0]"),
+    ("ranks.0.calls", None, "ranks[0].calls"),
+    ("ranks.0.total_s", float("nan"), "ranks[0].total_s"),
+    ("ranks.1.mpi_s", -1.0, "ranks[1].mpi_s"),
+    ("ranks.1.rank", 7, "ranks[1].rank"),
+    ("ranks.0.calls.MPI_Send.count", -3, "ranks[0].calls.MPI_Send.count"),
+    ("ranks.0.calls.MPI_Send", [1], "ranks[0].calls.MPI_Send"),
+    ("nprocs", "2", "nprocs"),
+    ("ranks", {}, "ranks"),
+]
+
+
+@pytest.mark.parametrize(("where", "value", "named"), PROFILE_DAMAGE)
+def test_a_damaged_profile_is_one_line_naming_the_field(where, value, named, tmp_path):
+    from cloudhpc.errors import CloudhpcError
+    from cloudhpc.profile.model import Profile, load_profile
+
+    d = _profile()
+    node = d
+    *parents, last = where.split(".")
+    for p in parents:
+        node = node[int(p)] if isinstance(node, list) else node[p]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    with pytest.raises(CloudhpcError, match=re.escape(f"field '{named}'")):
+        Profile.from_json(json.loads(json.dumps(d)), "p")
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(d))
+    with pytest.raises(CloudhpcError):
+        load_profile(path)
+    jsonschema = pytest.importorskip("jsonschema")
+    from cloudhpc.profile.model import SCHEMA_FILE as PROFILE_SCHEMA
+
+    validator = jsonschema.Draft202012Validator(json.loads(PROFILE_SCHEMA.read_text()))
+    assert not list(validator.iter_errors(_profile()))
+    # NaN is not JSON, and "a rank below nprocs" is not a JSON Schema rule: the reader's own
+    if not (isinstance(value, float) and not math.isfinite(value)) and named != "ranks[1].rank":
+        assert list(validator.iter_errors(json.loads(json.dumps(d))))
+
+
+def test_profile_show_of_a_damaged_profile_is_one_line(tmp_path):
+    d = _profile()
+    d["ranks"][0]["calls"] = None
+    path = tmp_path / "profile.json"
+    path.write_text(json.dumps(d))
+    assert_one_line_error(run_cli("profile", "show", str(path)), "ranks[0].calls")

@@ -22,6 +22,77 @@ READS_SCHEMA_VERSIONS = (1, 2)  # version 1: no MPI-IO bytes, no call sites
 RANK_FORMAT = "cloudhpc-pmpi-rank"
 RANK_FORMAT_VERSION = 2
 RANK_FILE = re.compile(r"^rank-(\d{5,})\.json$")
+SCHEMA_FILE = Path(__file__).with_name("profile.schema.json")  # the same rules, for other tools
+MAX_SECONDS = 1e9
+
+
+def _bad(where: str, field_name: str, problem: str) -> CloudhpcError:
+    return CloudhpcError(f"{where} is damaged: field {field_name!r} {problem}")
+
+
+def _check_stats(d: Any, name: str, where: str) -> None:
+    if not isinstance(d, dict):
+        raise _bad(where, name, "is not an object")
+    for key in ("count", "bytes_sent", "bytes_recv", "bytes_written", "bytes_read"):
+        v = d.get(key, 0)
+        if key == "count" and key not in d:
+            raise _bad(where, f"{name}.count", "is missing")
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise _bad(where, f"{name}.{key}", f"is {v!r}, not a count")
+    for key in ("time_s", "min_s", "max_s"):
+        v = d.get(key, 0.0)
+        if key == "time_s" and key not in d:
+            raise _bad(where, f"{name}.time_s", "is missing")
+        if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= MAX_SECONDS:
+            raise _bad(where, f"{name}.{key}", f"is {v!r}, not a number of seconds")
+    hist = d.get("size_hist", {})
+    if not isinstance(hist, dict):
+        raise _bad(where, f"{name}.size_hist", "is not an object")
+
+
+def check_profile(d: Any, where: str = "profile") -> None:
+    """Refuse, naming the field, a profile.json that breaks its schema (profile.schema.json):
+    a rank that is not an object, `calls: null`, a negative or NaN time, ... (issue 31)."""
+    if not isinstance(d, dict):
+        raise CloudhpcError(f"{where} is not a cloudhpc profile")
+    nprocs = d.get("nprocs")
+    if isinstance(nprocs, bool) or not isinstance(nprocs, int) or not 1 <= nprocs <= 1 << 24:
+        raise _bad(where, "nprocs", f"is {nprocs!r}, not a number of ranks")
+    ranks = d.get("ranks")
+    if not isinstance(ranks, list):
+        raise _bad(where, "ranks", "is not a list")
+    for i, r in enumerate(ranks):
+        at = f"ranks[{i}]"
+        if not isinstance(r, dict):
+            raise _bad(where, at, "is not an object")
+        rank = r.get("rank")
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < nprocs:
+            raise _bad(where, f"{at}.rank", f"is {rank!r}, not a rank of {nprocs}")
+        for key in ("total_s", "mpi_s", "cpu_s"):
+            v = r.get(key)
+            if v is None and key == "cpu_s":
+                continue
+            if isinstance(v, bool) or not isinstance(v, int | float) or not 0 <= v <= MAX_SECONDS:
+                raise _bad(where, f"{at}.{key}", f"is {v!r}, not a number of seconds")
+        calls = r.get("calls")
+        if not isinstance(calls, dict):
+            raise _bad(where, f"{at}.calls", "is not an object")
+        for name, stats in calls.items():
+            _check_stats(stats, f"{at}.calls.{name}", where)
+        sites = r.get("callsites", {})
+        if isinstance(sites, dict):
+            for name, stats in sites.items():
+                _check_stats(stats, f"{at}.callsites.{name}", where)
+        elif not isinstance(sites, list):
+            raise _bad(where, f"{at}.callsites", "is neither an object nor a list")
+        for key in ("p2p", "trace"):
+            if not isinstance(r.get(key, {}), dict):
+                raise _bad(where, f"{at}.{key}", "is not an object")
+    sites = d.get("callsites", [])
+    if not isinstance(sites, list) or not all(isinstance(s, dict) for s in sites):
+        raise _bad(where, "callsites", "is not a list of objects")
+    if not isinstance(d.get("meta", {}), dict):
+        raise _bad(where, "meta", "is not an object")
 
 
 @dataclass
@@ -295,6 +366,7 @@ class Profile:
                 f"{where} has profile schema version {version}; this cloudhpc reads versions "
                 f"{known}"
             )
+        check_profile(d, where)
         try:
             ranks = sorted((RankProfile.from_json(r) for r in d["ranks"]), key=lambda r: r.rank)
             return cls(
@@ -304,7 +376,7 @@ class Profile:
                 callsites=[CallSite.from_json(s) for s in d.get("callsites", [])],
                 callsite_depth=int(d.get("callsite_depth", 0)),
             )
-        except (KeyError, TypeError, ValueError) as e:
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CloudhpcError(f"{where} is malformed: {type(e).__name__}: {e}") from None
 
 
