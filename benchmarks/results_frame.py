@@ -119,7 +119,7 @@ def main() -> int:
     from cloudhpc.results.sql import query_store
 
     with tempfile.TemporaryDirectory(prefix="cloudhpc-frame-bench-") as tmp:
-        store = Path(tmp) / "results"
+        store = Path(tmp) / "store"
         t0 = time.perf_counter()
         make_store(store, args.records)
         made = time.perf_counter() - t0
