@@ -21,6 +21,7 @@ from ..analysis.fields import Metric, field, label, sort_key, workload
 from ..analysis.metrics import scaling_table
 from ..errors import CloudhpcError
 from ..jsontext import dumps
+from ..results.record import Record, as_record
 from . import charts
 
 # Fields a series can differ in when the records are not a campaign (a campaign's own axes come
@@ -42,29 +43,30 @@ class Options:
     boot: int = cmp.DEFAULT_BOOT
 
 
-def series_fields(records: Sequence[dict[str, Any]], by: list[str] | None) -> list[str]:
+def series_fields(records: Sequence[Record], by: list[str] | None) -> list[str]:
     """The fields that tell the series of a chart apart (never P: it is the x axis). Without
     `by`: the campaign's axes, else those of SERIES_FIELDS whose values differ among runs of one
     workload at one P (a layout that follows P, or differs only between workloads, is none)."""
     if by:
         return [b for b in by if b not in P_FIELDS]
-    if any(isinstance(r.get("campaign"), dict) for r in records):
+    if any(r.campaign is not None for r in records):
         axes = [b for b in cmp.default_by(records) if b not in P_FIELDS]
         if axes != ["env"] or _varies(records, "env"):
             return axes
     return [f for f in SERIES_FIELDS if _varies(records, f)]
 
 
-def _varies(records: Sequence[dict[str, Any]], name: str) -> bool:
+def _varies(records: Sequence[Record], name: str) -> bool:
     seen: dict[tuple[str, Any], set[str]] = {}
     for r in records:
-        seen.setdefault((workload(r), r.get("nprocs")), set()).add(label(field(r, name)))
+        seen.setdefault((workload(r), r.nprocs), set()).add(label(field(r, name)))
     return any(len(v) > 1 for v in seen.values())
 
 
-def build(records: list[dict[str, Any]], opts: Options) -> str:
+def build(records: Sequence[Record | dict[str, Any]], opts: Options) -> str:
     """The whole page as text."""
-    ok = [r for r in records if r.get("status", "ok") == "ok"]
+    records = [as_record(r) for r in records]
+    ok = [r for r in records if r.ok]
     groups = series_fields(ok, opts.by)
     by = [*groups, "nprocs"]
     baseline = opts.baseline
@@ -111,13 +113,9 @@ def _workload_section(
     for g in w.groups:
         for r, v in zip(g.records, g.values, strict=True):
             name = _series_name(r, groups)
-            rep = (
-                (r.get("campaign") or {}).get("repetition")
-                if isinstance(r.get("campaign"), dict)
-                else None
-            )
+            rep = r.campaign.repetition if r.campaign is not None else "-"
             series.setdefault(name, charts.Series(name)).runs.append(
-                (int(r.get("nprocs") or 0), float(v), r["id"], rep if rep is not None else "-")
+                (r.nprocs or 0, float(v), r.id, rep)
             )
     ordered = sorted(series.values(), key=lambda s: s.name)
     scaling = {}
@@ -157,15 +155,15 @@ def _workload_section(
 def _scaling_table(scaling: dict[str, list[dict[str, float]]], metric: Metric) -> str:
     rows = []
     for name, table in scaling.items():
-        for r in table:
+        for point in table:  # a scaling point (analysis.metrics), not a record
             rows.append(
                 [
                     name,
-                    str(r["nprocs"]),
-                    _num(1 / r["time_s"] if metric.higher_is_better else r["time_s"]),
-                    _num(r["speedup"]),
-                    _num(r["efficiency"]),
-                    _num(r["parallel_overhead"]),
+                    str(point["nprocs"]),
+                    _num(1 / point["time_s"] if metric.higher_is_better else point["time_s"]),
+                    _num(point["speedup"]),
+                    _num(point["efficiency"]),
+                    _num(point["parallel_overhead"]),
                 ]
             )
     head = ["series", "P", f"median {metric.label}", "speedup", "efficiency", "overhead f(P)"]
@@ -246,55 +244,46 @@ def _used(p: cost.Price, w: cmp.Workload, opts: Options) -> bool:
     )
 
 
-def _provenance(records: list[dict[str, Any]]) -> str:
+def _provenance(records: list[Record]) -> str:
     items = []
     for r in records:
-        camp = r.get("campaign") if isinstance(r.get("campaign"), dict) else {}
-        cell = camp.get("cell") if isinstance(camp.get("cell"), dict) else {}
+        camp = r.campaign
+        cell = camp.cell if camp is not None else {}
         summary = " · ".join(
             x
             for x in (
-                r["id"],
+                r.id,
                 workload(r),
                 ", ".join(f"{k}={label(v)}" for k, v in cell.items()),
-                f"rep {camp['repetition']}" if camp.get("repetition") is not None else "",
-                r.get("status", "ok"),
+                f"rep {camp.repetition}" if camp is not None else "",
+                r.status,
             )
             if x
         )
-        host = r.get("host") if isinstance(r.get("host"), dict) else {}
-        mpi = r.get("mpi") if isinstance(r.get("mpi"), dict) else {}
+        inst = r.instance
         facts = [
-            ("command", r.get("command_line")),
-            ("started", r.get("started_at")),
-            ("status", r.get("status", "ok")),
-            (
-                "host",
-                f"{host.get('hostname')} ({host.get('cpu_model')}, {host.get('cores')} cores)",
-            ),
-            (
-                "MPI",
-                f"{mpi.get('name') or ''} {mpi.get('version') or ''} {mpi.get('library') or ''}",
-            ),
-            ("environment", label(field(r, "env"))),
-            ("launcher / engine", f"{r.get('launcher')} / {r.get('engine')}"),
-            ("P / layout", f"{r.get('nprocs')} / {r.get('layout')}"),
-            ("instance", json.dumps(r.get("instance")) if r.get("instance") else "-"),
-            ("total_s", _num((r.get("timings") or {}).get("total_s"))),
-            ("jit_cache", r.get("jit_cache")),
-            ("verified", r.get("verified")),
-            ("software", json.dumps(r.get("software"), sort_keys=True)),
+            ("command", r.command_line),
+            ("started", r.started_at),
+            ("status", r.status),
+            ("host", f"{r.host.hostname} ({r.host.cpu_model}, {r.host.cores} cores)"),
+            ("MPI", f"{r.mpi.name} {r.mpi.version or ''} {r.mpi.library or ''}"),
+            ("environment", label(r.env.name)),
+            ("launcher / engine", f"{r.launcher} / {r.engine}"),
+            ("P / layout", f"{r.nprocs} / {r.layout}"),
+            ("instance", json.dumps({"type": inst.type, "nodes": inst.nodes}) if inst else "-"),
+            ("total_s", _num(r.total_s)),
+            ("jit_cache", r.jit_cache),
+            ("verified", r.verified),
+            ("software", json.dumps(dict(r.section("software")), sort_keys=True)),
         ]
-        prov = r.get("provenance")
-        if isinstance(prov, dict):
-            facts += [
-                (f"provenance.{k}", json.dumps(v) if isinstance(v, dict | list) else v)
-                for k, v in prov.items()
-            ]
+        facts += [
+            (f"provenance.{k}", json.dumps(v) if isinstance(v, dict | list) else v)
+            for k, v in r.section("provenance").items()
+        ]
         rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in facts)
         raw = dumps(r.to_dict(), sort_keys=True)
         items.append(
-            f'<details class="run" data-id="{_e(r["id"])}"><summary>{_e(summary)}</summary>'
+            f'<details class="run" data-id="{_e(r.id)}"><summary>{_e(summary)}</summary>'
             f'<table class="facts">{rows}</table>'
             f"<details><summary>the whole record</summary><pre>{_e(raw)}</pre></details>"
             "</details>"
@@ -303,25 +292,19 @@ def _provenance(records: list[dict[str, Any]]) -> str:
 
 
 def _page(
-    records: list[dict[str, Any]],
+    records: list[Record],
     c: cmp.Comparison,
     sections: list[str],
     data: list,
     opts: Options,
     table: cost.PriceTable | None,
 ) -> str:
-    campaigns = sorted(
-        {
-            str(r["campaign"]["name"])
-            for r in records
-            if isinstance(r.get("campaign"), dict) and r["campaign"].get("name")
-        }
-    )
+    campaigns = sorted({r.campaign.name for r in records if r.campaign is not None})
     title = opts.title or (
         f"cloudhpc report: campaign {', '.join(campaigns)}" if campaigns else "cloudhpc report"
     )
-    started = sorted(r.get("started_at", "") for r in records)
-    failed = sum(1 for r in records if r.get("status", "ok") != "ok")
+    started = sorted(r.started_at for r in records)
+    failed = sum(1 for r in records if not r.ok)
     toc = "".join(
         f'<li><a href="#w{i}">{_e(w.name)}</a></li>' for i, w in enumerate(c.workloads) if w.groups
     )

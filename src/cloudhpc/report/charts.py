@@ -139,7 +139,7 @@ def figure(
         )
         rows = scaling.get(s.name) or []
         if len(rows) >= 2:
-            ps = [r["nprocs"] for r in rows]
+            ps = [point["nprocs"] for point in rows]  # scaling points, not records
             for col, key in ((2, "speedup"), (3, "parallel_overhead")):
                 fig.add_trace(
                     go.Scatter(
