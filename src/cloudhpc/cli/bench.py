@@ -104,10 +104,10 @@ def handle(args: argparse.Namespace) -> int:
         exit_code=lambda r: 1 if r.get("verified") is False else 0,
     )
     if record is None or args.json:
-        return 0 if record is None else record["exit_code"]
+        return 0 if record is None else record.exit_code
     title = f"{args.bench}" + (f" {args.op}" if args.bench == "coll" else "")
     title += f" — {job.nprocs} ranks, env {job.env}"
-    print_table(title, record["rows"])
+    print_table(title, [dict(row) for row in record.rows])
     if args.bench in ("bw", "bibw"):
         err.print(
             f"each repetition is a window of {WINDOW} nonblocking sends in flight "
@@ -117,4 +117,4 @@ def handle(args: argparse.Namespace) -> int:
             highlight=False,
         )
     record_footer(record)
-    return record["exit_code"]
+    return record.exit_code

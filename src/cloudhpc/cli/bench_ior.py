@@ -144,7 +144,7 @@ def handle(args: argparse.Namespace) -> int:
         job, args, title="bench ior", exit_code=lambda r: 1 if r.get("verified") is False else 0
     )
     if record is None or args.json:
-        return 0 if record is None else record["exit_code"]
+        return 0 if record is None else record.exit_code
     what = (
         f"volume {args.volume}"
         if args.volume
@@ -154,11 +154,11 @@ def handle(args: argparse.Namespace) -> int:
         f"ior — {job.nprocs} ranks, {what}, -b {resolved['block']} -t {resolved['transfer']} "
         f"-s {resolved['segments']}, cache {resolved['cache']}"
     )
-    print_table(title, record["rows"])
-    m = record["metrics"]
+    print_table(title, [dict(row) for row in record.rows])
+    m = record.metrics
     if "local_fraction" in m:
         out.print(
             f"bytes read on the reader's own host: {m['local_fraction']:.0%}", highlight=False
         )
     record_footer(record)
-    return record["exit_code"]
+    return record.exit_code

@@ -21,6 +21,7 @@ from ..launch.options import DEFAULT_RESULTS, LaunchOptions, make_job
 from ..launch.runner import plan_job, provisioned
 from ..mpi import DEFAULT as DEFAULT_MPI
 from ..mpi import IMPLEMENTATIONS
+from ..results.record import Record, as_record
 from .ui import ProgressMonitor, err, out
 
 
@@ -231,11 +232,11 @@ def execute(
             out.print(plan.render(), highlight=False, markup=False, soft_wrap=True)
         return None
     monitor = ProgressMonitor(title or job.app, quiet_stdout=args.json)
-    record = run_job(job, monitor, exit_code=exit_code)
-    for text in record["launch"].get("warnings", ()):  # with the result, not before an error
-        err.print(f"cloudhpc: warning: {text}", highlight=False, markup=False)
+    record = as_record(run_job(job, monitor, exit_code=exit_code))
+    for text in record.section("launch").get("warnings", ()):  # with the result, not before
+        err.print(f"cloudhpc: warning: {text}", highlight=False, markup=False)  # an error
     if args.json:
-        print_json({k: v for k, v in record.items() if k != "_path"}, indent=1)
+        print_json(record.to_dict(), indent=1)
     return record
 
 
@@ -292,17 +293,16 @@ def submit_run(job: Job, args: argparse.Namespace) -> None:
     )
 
 
-def record_footer(record: dict) -> None:
+def record_footer(record: Record) -> None:
     """The closing lines of a run on the terminal: its check, and where its record went."""
     from rich.markup import escape
 
-    if record.get("verified") is not None:
-        ok = "[green]verified[/]" if record["verified"] else "[red]verification FAILED[/]"
-        against = record.get("checked_against")
-        check_s = (record.get("timings") or {}).get("check_s")
-        if against:  # the check's own phase, after the run's table (not in total_s)
-            ok += f" against {escape(against)}"
-        if isinstance(check_s, (int, float)):
-            ok += f" (check {check_s:.3f}s, not in total)"
+    if record.verified is not None:
+        ok = "[green]verified[/]" if record.verified else "[red]verification FAILED[/]"
+        if record.checked_against:  # the check's own phase, after the run's table
+            ok += f" against {escape(record.checked_against)}"
+        if record.timings.check_s is not None:
+            ok += f" (check {record.timings.check_s:.3f}s, not in total)"
         err.print(ok, highlight=False)
-    err.print(f"record: {os.path.relpath(record['_path'])}", highlight=False)
+    if record.path is not None:
+        err.print(f"record: {os.path.relpath(record.path)}", highlight=False)

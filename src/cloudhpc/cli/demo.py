@@ -10,6 +10,7 @@ from ..errors import CloudhpcError
 from ..job import Job, Layout
 from ..jsontext import print_json
 from ..launch import choose_launcher
+from ..results.record import Record
 from .common import DEFAULT_RESULTS, command_line, execute
 from .parser import add_subparser
 from .ui import err, print_table
@@ -47,9 +48,9 @@ def _job(app: str, env: str, params: dict, results: str) -> Job:
     )
 
 
-def _side_by_side(records: dict[str, dict], column: str) -> list[dict]:
-    nat = {r["bytes"]: r[column] for r in records["native"]["rows"]}
-    vm = {r["bytes"]: r[column] for r in records["vm-net"]["rows"]}
+def _side_by_side(records: dict[str, Record], column: str) -> list[dict]:
+    nat = {row["bytes"]: row[column] for row in records["native"].rows}
+    vm = {row["bytes"]: row[column] for row in records["vm-net"].rows}
     rows = []
     for b in sorted(nat):
         ratio = vm[b] / nat[b] if nat[b] else None
@@ -61,7 +62,7 @@ def _side_by_side(records: dict[str, dict], column: str) -> list[dict]:
 
 def handle(args: argparse.Namespace) -> int:
     ns = argparse.Namespace(dry_run=False, json=False)
-    records: dict[str, dict[str, dict]] = {"pingpong": {}, "allreduce": {}}
+    records: dict[str, dict[str, Record]] = {"pingpong": {}, "allreduce": {}}
     base = {"sizes": args.sizes, "iters": args.iters, "warmup": None}
     for env in ENVS:
         err.print(f"[bold]{env}[/]: pingpong, allreduce on 2 ranks")
@@ -86,7 +87,7 @@ def handle(args: argparse.Namespace) -> int:
         "allreduce (t_avg_usec, float32), 2 ranks",
         _side_by_side(records["allreduce"], "t_avg_usec"),
     )
-    env_vars = records["pingpong"]["vm-net"]["env"]["variables"]
+    env_vars = records["pingpong"]["vm-net"].env.variables
     err.print("vm-net is realised with " + " ".join(f"{k}={v}" for k, v in env_vars.items()))
     err.print(f"records: {os.path.abspath(args.results)}/ (cloudhpc results list)")
     return 0

@@ -10,6 +10,7 @@ from ..errors import CloudhpcError
 from ..jsontext import print_json
 from ..npb import KERNELS, load
 from ..npb.common import CLASS_NAMES
+from ..results.record import Record
 from .app_params import ParamSpec
 from .common import add_launch_options, execute, job_from_args, record_footer, submitting
 from .parser import add_subparser
@@ -108,7 +109,7 @@ def handle(args: argparse.Namespace) -> int:
             continue
         records.append(record)
         if not args.json:
-            out.print(record.get("report") or "", highlight=False, markup=False)
+            out.print(record.report or "", highlight=False, markup=False)
             record_footer(record)
             if len(names) > 1:
                 err.print("")
@@ -116,7 +117,7 @@ def handle(args: argparse.Namespace) -> int:
     if records and len(names) > 1:
         if args.json:
             print_json(
-                [{k: v for k, v in r.items() if k != "_path"} for r in records],
+                [r.to_dict() for r in records],
                 indent=1,
             )
         else:
@@ -124,20 +125,20 @@ def handle(args: argparse.Namespace) -> int:
                 f"NPB class {cls} — {probe.nprocs} processes, env {args.env}",
                 [summary_row(r) for r in records],
             )
-    return 0 if all(r.get("verified") for r in records) else 1
+    return 0 if all(r.verified for r in records) else 1
 
 
-def summary_row(record: dict) -> dict:
-    m = record.get("metrics", {})
-    x = record.get("extra", {})
+def summary_row(record: Record) -> dict:
+    m = record.metrics
+    x = record.extra
     return {
         "kernel": str(x.get("kernel", "")).upper(),
         "class": x.get("class"),
         "size": x.get("size"),
-        "P": record.get("nprocs"),
+        "P": record.nprocs,
         "iterations": m.get("iterations"),
         "time_s": m.get("time_s"),
         "Mop/s total": m.get("mops_total"),
         "Mop/s/process": m.get("mops_per_process"),
-        "verification": "SUCCESSFUL" if record.get("verified") else "UNSUCCESSFUL",
+        "verification": "SUCCESSFUL" if record.verified else "UNSUCCESSFUL",
     }

@@ -130,7 +130,7 @@ def handle(args: argparse.Namespace) -> int:
         f"{entry['name']} of volume {manifest['name']} cannot be read",
         manifest["port"],
     )
-    ranks = [r["host"] for r in result["ranks"]]
+    ranks = [rank["host"] for rank in result["ranks"]]
     if args.out:
         write_text(args.out, hydra_text(ranks, comments(result)))
     if args.slurm_hostfile:

@@ -21,6 +21,7 @@ from ..engines.registry import ENGINES, check_available
 from ..errors import CloudhpcError
 from ..memory import check_fits
 from ..paths import check_run_files
+from ..results.record import Record
 from .common import add_launch_options, execute, hosts_sharing, job_from_args, record_footer
 from .parser import add_subparser, requested
 from .ui import err, out
@@ -112,12 +113,11 @@ def handle(args: argparse.Namespace) -> int:
     if record is None:
         return 0
     if not args.json:
-        report = record.get("report")
-        if report:
-            out.print(report, highlight=False, markup=False)
+        if record.report:
+            out.print(record.report, highlight=False, markup=False)
         _print_timings(record)
         record_footer(record)
-    return record["exit_code"]
+    return record.exit_code
 
 
 def check_app_files(module, params: dict, results: str) -> None:
@@ -199,21 +199,19 @@ def parse_injection(text: str, nprocs: int | None) -> list[int]:
     return [iteration, worker]
 
 
-def _print_timings(record: dict) -> None:
-    t = record.get("timings") or {}
-    phases = t.get("phases") or {}
-    parts = [f"{k} {v:.3f}s" for k, v in phases.items()]
-    if "total_s" in t:
-        parts.insert(0, f"total {t['total_s']:.3f}s")
+def _print_timings(record: Record) -> None:
+    parts = [f"{k} {v:.3f}s" for k, v in record.timings.phases.items()]
+    if record.total_s is not None:
+        parts.insert(0, f"total {record.total_s:.3f}s")
     if not parts:
         return
-    engine = record.get("engine")
+    engine = record.engine
     unit = "workers" if engine == "ray" else "ranks"
-    info = record.get("engine_info") or {}
+    info = record.section("engine_info")
     faults = ""
     if info.get("restarts"):
         faults = f" ({info['restarts']} worker restarts, {info.get('rerun_tasks', 0)} tasks re-run)"
     err.print(
-        f"{record.get('nprocs', '?')} {unit}, engine {engine}{faults}: " + ", ".join(parts),
+        f"{record.nprocs or '?'} {unit}, engine {engine}{faults}: " + ", ".join(parts),
         highlight=False,
     )

@@ -554,4 +554,6 @@ def as_record(record: Record | Mapping[str, Any]) -> Record:
     """A Record, from a Record or from a record's dict (one just made, not read from a store)."""
     if isinstance(record, Record):
         return record
-    return Record.from_dict(dict(record))
+    data = dict(record)
+    path = data.pop("_path", None)  # where run_job wrote it (not a field of the record)
+    return Record.from_dict(data, Path(path) if path else None)
