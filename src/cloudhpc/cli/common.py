@@ -293,10 +293,11 @@ def submit_run(job: Job, args: argparse.Namespace) -> None:
     )
 
 
-def record_footer(record: Record) -> None:
+def record_footer(record: Record | dict) -> None:
     """The closing lines of a run on the terminal: its check, and where its record went."""
     from rich.markup import escape
 
+    record = as_record(record)
     if record.verified is not None:
         ok = "[green]verified[/]" if record.verified else "[red]verification FAILED[/]"
         if record.checked_against:  # the check's own phase, after the run's table
