@@ -15,6 +15,7 @@ from ..errors import CloudhpcError
 from ..jsontext import print_json
 from ..launch.options import DEFAULT_RESULTS, LaunchOptions, make_job
 from ..mpi import DEFAULT as DEFAULT_MPI
+from ..results.record import Record
 from .parser import add_subparser
 from .ui import ProgressMonitor, err, out, print_table
 
@@ -113,37 +114,37 @@ def load_source(given: str, results: str) -> tuple[Any, dict[str, Any] | None, P
         from ..results.store import read_record
 
         record = read_record(record_path)
-        if record.get("app") != "profile":
-            raise CloudhpcError(f"{record_path} is a {record.get('app')} record, not a profile")
+        if record.app != "profile":
+            raise CloudhpcError(f"{record_path} is a {record.app} record, not a profile")
     return profile, record, files
 
 
-def source_options(profile: Any, record: dict[str, Any] | None, results: str) -> LaunchOptions:
+def source_options(profile: Any, record: Record | None, results: str) -> LaunchOptions:
     """Launch options that put the curves job where the profile ran."""
     meta = profile.meta or {}
-    env = ((record or {}).get("env") or {}).get("name") or meta.get("env") or "native"
-    mpi = ((record or {}).get("mpi") or {}).get("name") or DEFAULT_MPI
+    env = (record.env.name if record else None) or meta.get("env") or "native"
+    mpi = (record.mpi.name if record else None) or DEFAULT_MPI
     hosts = None
     if record is not None:
         here = socket.gethostname()
-        ran_on = (record.get("host") or {}).get("hostname")
+        ran_on = record.host.hostname
         if ran_on and ran_on != here:
             raise CloudhpcError(
                 f"the profile was recorded from {ran_on}, this is {here}: its environment's "
                 "curves can only be measured there (run predict on that machine)"
             )
-        cl = record.get("cluster")
-        if cl and not env.startswith("capped"):
+        cl = record.cluster
+        if cl and cl.name and not env.startswith("capped"):
             from .. import cluster
 
             try:
-                hosts = cluster.load(cl["name"]).hosts_file
+                hosts = cluster.load(cl.name).hosts_file
             except CloudhpcError:
                 raise CloudhpcError(
-                    f"the profile ran on emulated cluster {cl['name']}, which is not up: bring "
+                    f"the profile ran on emulated cluster {cl.name}, which is not up: bring "
                     "it up again to measure its curves"
                 ) from None
-        elif record.get("hosts") and not cl:
+        elif record.hosts and not (cl and cl.name):
             raise CloudhpcError(
                 "the profile ran on ssh hosts; predicting from such a profile needs their "
                 "curves, which predict cannot measure from here yet: profile on this machine "
@@ -152,9 +153,9 @@ def source_options(profile: Any, record: dict[str, Any] | None, results: str) ->
     return LaunchOptions(nprocs=profile.nprocs, hosts=hosts, env=env, mpi=mpi, results=results)
 
 
-def region_of(record: dict[str, Any] | None) -> float | None:
+def region_of(record: Record | None) -> float | None:
     """The job's own timed region (total_s) for a profiled cloudhpc job, else None."""
-    timings = ((record or {}).get("extra") or {}).get("app_timings") or {}
+    timings = (record.extra.get("app_timings") if record else None) or {}
     total = timings.get("total_s")
     return float(total) if isinstance(total, (int, float)) and total > 0 else None
 
@@ -228,7 +229,7 @@ def handle(args: argparse.Namespace) -> int:
     (src, src_rec, src_new), (tgt, tgt_rec, tgt_new) = curves["source"], curves["target"]
     k, k_note = _compute_factor(src, tgt)
     prediction = predict(profile, src, tgt, region_s=region_of(record), compute_factor=k)
-    jit = ((record or {}).get("extra") or {}).get("app_jit") or {}
+    jit = (record.extra.get("app_jit") if record else None) or {}
     if jit.get("cache") == "cold":
         prediction.notes.insert(
             0,
@@ -268,7 +269,7 @@ def _record(args, profile, record, files, target, prediction, src_rec, tgt_rec, 
 
     body = prediction.to_json()
     params = {
-        "profile": (record or {}).get("id") or str(files),
+        "profile": record.id if record else str(files),
         "env": target.env,
         "hosts": args.hosts,
         "nprocs": target.nprocs,
@@ -292,7 +293,7 @@ def _record(args, profile, record, files, target, prediction, src_rec, tgt_rec, 
         "files": str(files),
         "env": src_rec.get("env", {}).get("name"),
         "nprocs": profile.nprocs,
-        "app": (record or {}).get("params", {}).get("app") or profile.meta.get("app"),
+        "app": (record.params.get("app") if record else None) or profile.meta.get("app"),
         "curves": src_rec["id"],
         "curves_measured_now": src_new,
     }
