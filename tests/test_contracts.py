@@ -15,7 +15,7 @@ from cloudhpc.envs import ENVIRONMENTS, get_environment
 from cloudhpc.job import Host, Job, Layout
 from cloudhpc.launch import LAUNCHERS, get_launcher
 from cloudhpc.launch.runner import Monitor, plan_job, raise_for_failure, run_plan
-from cloudhpc.mpi import IMPLEMENTATIONS, Reach, Transport, get_implementation
+from cloudhpc.mpi import IMPLEMENTATIONS, Reach, Transport, Where, get_implementation
 from cloudhpc.registry import Registry
 
 MPIS = sorted(IMPLEMENTATIONS)
@@ -127,15 +127,18 @@ def test_implementation_contract(mpi):
     args = impl.env_args(env)
     assert "A_VARIABLE" in " ".join(args) and "a value" in " ".join(args)
     job = _job_for("local", mpi)
-    argv = impl.local_command(job, env, list(RANK))
+    argv = impl.command(job, Where(), env, list(RANK))
     assert argv[0] == impl.tool("mpiexec") and argv[-2:] == RANK and "2" in argv
-    hosts = [("a", 1), ("b", 2)]
+    hosts = (("a", 1), ("b", 2))
     for reach in (Reach(), Reach("/hook", "10.0.0.1", "chpc0")):
-        argv = impl.hosts_command(dataclasses.replace(job, nprocs=3), hosts, env, list(RANK), reach)
+        where = Where(hosts=hosts, reach=reach)
+        argv = impl.command(dataclasses.replace(job, nprocs=3), where, env, list(RANK))
         assert argv[0] == impl.tool("mpiexec") and argv[-2:] == RANK
         assert "a" in " ".join(argv) and "b" in " ".join(argv)
         if reach.agent:
             assert "/hook" in argv
+    argv = impl.command(job, Where(allocation=True, per_node=2), env, list(RANK))
+    assert argv[0] == impl.tool("mpiexec") and argv[-2:] == RANK and "2" in argv
     assert all(isinstance(v, str) for v in impl.runtime_variables().values())
     assert impl.describe() == {"name": mpi, "version": impl.version()}
 

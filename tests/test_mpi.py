@@ -25,7 +25,7 @@ from cloudhpc.job import Host, Job, Layout
 from cloudhpc.launch import get_launcher
 from cloudhpc.launch.plan import LaunchPlan
 from cloudhpc.launch.runner import Monitor, launch_program, raise_for_failure, run_plan
-from cloudhpc.mpi import Reach, Transport, get_implementation, implementation_names
+from cloudhpc.mpi import Reach, Transport, Where, get_implementation, implementation_names
 
 NAMES = ["mpich", "openmpi", "intelmpi"]
 # MPICH runs these commands in their own tests already (test_npb, test_app_kmeans, test_profile)
@@ -177,7 +177,8 @@ def _hosts_argv(name: str, hosts, nprocs: int, reach: Reach | None = None) -> li
     impl = get_implementation(name)
     reach = reach or Reach()
     job = _job(name, nprocs=nprocs, hosts=hosts)
-    return impl.hosts_command(job, [(h.name, h.slots) for h in hosts], {"A": "1"}, ["p"], reach)
+    where = Where(hosts=tuple((h.name, h.slots) for h in hosts), reach=reach)
+    return impl.command(job, where, {"A": "1"}, ["p"])
 
 
 def test_hosts_argv_keep_rank_order():
@@ -362,7 +363,9 @@ def test_a_rank_alone_in_its_world_fails_the_run():
     ompi = get_implementation("openmpi")
     env = {**ompi.runtime_variables(), "OMPI_MCA_btl": "self"}
     mpich = get_implementation("mpich")
-    argv = mpich.local_command(job, env, [sys.executable, "-m", "cloudhpc.worker", job.to_json()])
+    argv = mpich.command(
+        job, Where(), env, [sys.executable, "-m", "cloudhpc.worker", job.to_json()]
+    )
     # mpi and singleton as the runner must know them: each rank is an Open MPI singleton, whose
     # session directory goes to the run's scratch directory (TMPDIR), not /tmp
     plan = LaunchPlan(argv=argv, variables=env, launcher="local", nprocs=2, mpi="openmpi",

@@ -2,6 +2,9 @@
 
 Model: ReFrame's launchers (one class, one `command` method, registered by name). A new launcher
 (PBS, Flux, a group of cloud VMs) is a new file with a class and one `register_launcher` line.
+An mpiexec-based launcher only says where the ranks go (`where(job)`: this machine, hosts and
+how they are reached, a Slurm allocation); the job's MPI implementation writes its mpiexec
+command for that (mpi/), so each launcher works with every implementation.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import sys
 from ..envs import get_environment
 from ..errors import CloudhpcError
 from ..job import Job
-from ..mpi import MpiImplementation, get_implementation
+from ..mpi import MpiImplementation, Where, get_implementation
 from ..registry import Registry
 from .plan import LaunchPlan
 
@@ -43,8 +46,12 @@ class Launcher:
     def preflight(self, job: Job) -> None:
         """Checks that need the outside world (reachable hosts); not run for --dry-run."""
 
-    def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
+    def where(self, job: Job) -> Where:
+        """Where the job's mpiexec puts its ranks (for a launcher that starts them with one)."""
         raise NotImplementedError
+
+    def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
+        return self.implementation(job).command(job, self.where(job), env, rank_argv)
 
     def plan(self, job: Job, rank_argv: list[str] | None = None, extra_env=None) -> LaunchPlan:
         """Check the job against this launcher and build the argv and environment."""

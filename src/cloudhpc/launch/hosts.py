@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..errors import CloudhpcError
 from ..job import Job
-from ..mpi import Reach
+from ..mpi import Reach, Where
 from .base import Launcher
 
 
@@ -38,14 +38,14 @@ class HostsLauncher(Launcher):
         """How the implementation's launcher reaches the hosts: ssh."""
         return Reach()
 
-    def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
+    def where(self, job: Job) -> Where:
         hosts = self._hosts(job)
         if job.layout_given:
             # t x m x n: exactly m ranks on each of the first n hosts.
-            slots = [(h.name, job.layout.procs_per_node) for h in hosts]
+            slots = tuple((h.name, job.layout.procs_per_node) for h in hosts)
         else:
-            slots = [(h.name, h.slots) for h in hosts]
-        return self.implementation(job).hosts_command(job, slots, env, rank_argv, self.reach(job))
+            slots = tuple((h.name, h.slots) for h in hosts)
+        return Where(hosts=slots, reach=self.reach(job))
 
 
 _LOCAL_NAMES = {"localhost", "127.0.0.1", "::1"}

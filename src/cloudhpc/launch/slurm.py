@@ -30,6 +30,7 @@ import subprocess
 
 from ..errors import CloudhpcError
 from ..job import Job
+from ..mpi import Where
 from .base import Launcher
 from .plan import LaunchPlan
 
@@ -203,8 +204,8 @@ class SlurmLauncher(Launcher):
         return f"{mpi.title}'s mpiexec through Slurm"
 
     def command(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
-        if not self.uses_srun(job):
-            return self._mpiexec(job, rank_argv, env)
+        if not self.uses_srun(job):  # the implementation's mpiexec, reaching nodes through Slurm
+            return super().command(job, rank_argv, env)
         lay = job.layout
         mpi = self.implementation(job)
         # a rank that fails exits without MPI_Finalize (worker._fail): end the whole step then
@@ -218,14 +219,15 @@ class SlurmLauncher(Launcher):
         argv.append("--export=" + ",".join(["ALL", *sorted(env)]))
         return argv + rank_argv
 
-    def _mpiexec(self, job: Job, rank_argv: list[str], env: dict[str, str]) -> list[str]:
+    def where(self, job: Job) -> Where:
         if job.hosts:
             mpi = self.implementation(job)
             raise CloudhpcError(
                 f"--placement inside a Slurm allocation needs srun's {mpi.srun_mpi} plugin for "
                 f"{mpi.title}, which this Slurm lacks (srun --mpi=list)"
             )
-        return self.implementation(job).slurm_command(job, env, rank_argv)
+        per_node = job.layout.procs_per_node if job.layout_given else None
+        return Where(allocation=True, per_node=per_node)
 
 
 class SlurmMpiexecLauncher(SlurmLauncher):

@@ -7,10 +7,12 @@ The rest of cloudhpc never writes an implementation's names (MPIR_CVAR_*, OMPI_M
 - what every rank needs so that mpi4py loads this library (`runtime_variables`);
 - the variables that realise a transport (`transport_variables`: shared memory or not, TCP on
   which interface);
-- its mpiexec argv on one machine (`local_command`) and across hosts (`hosts_command`, with
-  `Reach`: how its launcher reaches the hosts, over ssh or the emulated cluster's hook);
+- its mpiexec argv (`command`): a launcher (launch/) says where the ranks go (`Where`: this
+  machine, hosts reached over ssh or the emulated cluster's hook, the nodes of a Slurm
+  allocation) and the implementation writes that with its own options and variables;
 - what its compiler wrapper needs (`compiler_variables`) and which files its launcher may leave.
 
+Two families: Hydra's mpiexec (hydra.py: MPICH, Intel MPI) and PRRTE's (openmpi.py).
 Model: mpi4py's `_mpiabi.py` (one table of what differs between MPI libraries, looked up in one
 place) and ReFrame's launchers (a class per launcher, a method that returns argv).
 """
@@ -18,7 +20,7 @@ place) and ReFrame's launchers (a class per launcher, a method that returns argv
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,6 +54,23 @@ class Reach:
     agent: str | None = None
     address: str | None = None
     iface: str | None = None
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where an mpiexec puts a job's ranks: the launcher's half of the command.
+
+    hosts: (host, slots) in rank order (a host may come back), ranks filling them in that order,
+    the first slots of the first entry taking ranks 0, 1, ... (see `fill`); empty: this machine,
+    or the allocation's nodes. reach: how the implementation's launcher reaches those hosts.
+    allocation: the ranks go on the nodes of the Slurm allocation this runs in, reached through
+    Slurm (srun) rather than ssh; per_node: ranks per node there (a layout's M; None: Slurm's
+    choice)."""
+
+    hosts: tuple[tuple[str, int], ...] = ()
+    reach: Reach = Reach()
+    allocation: bool = False
+    per_node: int | None = None
 
 
 class MpiImplementation:
@@ -134,31 +153,12 @@ class MpiImplementation:
         """Every variable on the command line, so the argv alone says what each rank gets."""
         raise NotImplementedError
 
-    def binding_args(self, job: Job) -> list[str]:
-        return []
-
-    def local_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
-        """mpiexec starting job.nprocs ranks on this machine."""
-        raise NotImplementedError
-
-    def hosts_command(
-        self,
-        job: Job,
-        hosts: Sequence[tuple[str, int]],
-        env: dict[str, str],
-        rank_argv: list[str],
-        reach: Reach,
+    def command(
+        self, job: Job, where: Where, env: dict[str, str], rank_argv: list[str]
     ) -> list[str]:
-        """mpiexec starting job.nprocs ranks on hosts: `hosts` are (host, slots) in rank order
-        (a host may come back); ranks fill them in that order, the first slots of the first
-        entry taking ranks 0, 1, ... (see `fill`)."""
+        """mpiexec starting job.nprocs ranks where `where` says, each with `env` and running
+        `rank_argv`."""
         raise NotImplementedError
-
-    def slurm_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
-        """mpiexec starting job.nprocs ranks inside a Slurm allocation, on its nodes, reaching
-        them through Slurm (srun) rather than ssh: where srun lacks the plugin this
-        implementation's PMI speaks (`srun_mpi`)."""
-        raise CloudhpcError(f"{self.title} has no launcher for Slurm allocations in cloudhpc")
 
 
 class PypiImplementation(MpiImplementation):
@@ -208,6 +208,20 @@ def fill(hosts: Sequence[tuple[str, int]], nprocs: int) -> list[tuple[str, int]]
         out.append((host, n))
         left -= n
     return out
+
+
+def mpmd(
+    hosts: Sequence[tuple[str, int]],
+    nprocs: int,
+    rank_argv: list[str],
+    host_args: Callable[[str, int], list[str]],
+) -> list[str]:
+    """MPMD segments, one per entry that `fill` gives ranks (`HOST_ARGS -n n ARGV : ...`):
+    they keep rank order exactly where a host comes back or hosts get different counts."""
+    segments: list[str] = []
+    for i, (host, n) in enumerate(fill(hosts, nprocs)):
+        segments += ([":"] if i else []) + [*host_args(host, n), "-n", str(n), *rank_argv]
+    return segments
 
 
 IMPLEMENTATIONS = Registry("MPI implementation", group="cloudhpc.mpi", make=True)

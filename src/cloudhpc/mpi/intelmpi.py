@@ -20,25 +20,24 @@ MPICH ABI (libmpi.so.12, so mpi4py loads it with its MPICH build) and its own Hy
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 from ..job import Job
-from .base import PypiImplementation, Reach, Transport, fill
+from .base import PypiImplementation, Reach, Transport, Where, mpmd
+from .hydra import Hydra
 
 PLACEHOLDER = "I_MPI_SUBSTITUTE_INSTALLDIR"
-HYDRA_NOISE = ("=====", "BAD TERMINATION", "PID ", "RUNNING AT ", "EXIT CODE", "CLEANING UP")
 
 
-class IntelMpi(PypiImplementation):
+class IntelMpi(Hydra, PypiImplementation):
     name = "intelmpi"
     title = "Intel MPI"
     pinned = "2021.18.1"
     packages = ("impi-rt==2021.18.1", "impi-devel==2021.18.1")
     daemon_names = ("mpiexec", "mpiexec.hydra", "hydra_bstrap_proxy", "hydra_pmi_proxy")
-    noise_prefixes = HYDRA_NOISE
     stdout_noise = ("=====", "=   BAD TERMINATION", "=   RANK ", "=   KILLED BY", "=   EXIT")
-    srun_mpi = "pmi2"
+    bootstrap = "-bootstrap"
+    bootstrap_exec = "-bootstrap-exec"
 
     def library(self, prefix: Path | None = None) -> Path:
         return (prefix or self.prefix()) / "lib" / "libmpi.so.12"
@@ -82,67 +81,21 @@ class IntelMpi(PypiImplementation):
             v["FI_TCP_IFACE"] = transport.iface
         return v
 
-    def env_args(self, env: dict[str, str]) -> list[str]:
-        args: list[str] = []
-        for key, value in sorted(env.items()):
-            args += ["-genv", key, value]
-        return args
-
     def binding_args(self, job: Job) -> list[str]:
         if job.oversubscribe or not job.layout_given:
             return ["-genv", "I_MPI_PIN", "0"]
         return ["-genv", "I_MPI_PIN", "1", "-genv", "I_MPI_PIN_DOMAIN", str(job.layout.threads)]
 
-    def local_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
-        return [
-            self.tool("mpiexec"),
-            "-n",
-            str(job.nprocs),
-            *self.binding_args(job),
-            *self.env_args(env),
-            *rank_argv,
-        ]
+    def callback_args(self, reach: Reach) -> list[str]:
+        return ["-iface", reach.iface] if reach.iface else []  # it ignores -localhost
 
-    def slurm_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
-        # Intel's Hydra reads the allocation's nodes and starts its proxies with srun
-        ppn = ["-ppn", str(job.layout.procs_per_node)] if job.layout_given else []
-        return [
-            self.tool("mpiexec"),
-            "-bootstrap",
-            "slurm",
-            "-n",
-            str(job.nprocs),
-            *ppn,
-            *self.binding_args(job),
-            *self.env_args(env),
-            *rank_argv,
-        ]
-
-    def hosts_command(
-        self,
-        job: Job,
-        hosts: Sequence[tuple[str, int]],
-        env: dict[str, str],
-        rank_argv: list[str],
-        reach: Reach,
-    ) -> list[str]:
-        reach_args = ["-bootstrap", "ssh"]
-        if reach.agent:
-            reach_args += ["-bootstrap-exec", reach.agent]
-        if reach.iface:
-            reach_args += ["-iface", reach.iface]
-        head = [
-            self.tool("mpiexec"),
-            *reach_args,
-            *self.binding_args(job),
-            *self.env_args(env),
-        ]
-        names = [h for h, _ in hosts]
-        if len(set(names)) == len(names) and len({n for _, n in hosts}) == 1:
-            per_host = str(hosts[0][1])
-            spec = ",".join(names)
-            return [*head, "-hosts", spec, "-ppn", per_host, "-n", str(job.nprocs), *rank_argv]
-        segments: list[str] = []
-        for i, (h, n) in enumerate(fill(hosts, job.nprocs)):
-            segments += ([":"] if i else []) + ["-host", h, "-n", str(n), *rank_argv]
-        return [*head, *segments]
+    def ranks(self, job: Job, where: Where, options: list[str], rank_argv: list[str]) -> list[str]:
+        if not where.hosts:
+            return super().ranks(job, where, options, rank_argv)
+        # `-hosts a:2,b:1` ignores the counts: the same count on distinct hosts is `-ppn`,
+        # any other placement MPMD segments
+        names = [h for h, _ in where.hosts]
+        if len(set(names)) == len(names) and len({n for _, n in where.hosts}) == 1:
+            spec, per_host = ",".join(names), str(where.hosts[0][1])
+            return [*options, "-hosts", spec, "-ppn", per_host, "-n", str(job.nprocs), *rank_argv]
+        return [*options, *mpmd(where.hosts, job.nprocs, rank_argv, lambda h, n: ["-host", h])]

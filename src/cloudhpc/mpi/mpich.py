@@ -15,14 +15,13 @@ Transports (MPICH's control variables, read by every rank):
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from ..job import Job
-from .base import MpiImplementation, Reach, Transport
+from .base import Reach, Transport
+from .hydra import Hydra
 
 
 def venv_bin(name: str) -> str:
@@ -31,12 +30,7 @@ def venv_bin(name: str) -> str:
     return path if os.path.exists(path) else name
 
 
-EXIT_REPORT = re.compile(r"\[mpiexec@[^\]]*\] Exit codes: (.*)")
-# with several hosts, each host after the first is on a line of its own: "[HOST2] 0,0"
-EXIT_REPORT_MORE = re.compile(r"\[[^\]@]*\]\s+(\d+(?:,\d+)*)")
-
-
-class Mpich(MpiImplementation):
+class Mpich(Hydra):
     name = "mpich"
     title = "MPICH"
     packages = ("mpich",)  # a dependency of cloudhpc itself: in the venv already
@@ -44,26 +38,8 @@ class Mpich(MpiImplementation):
     # through a segment in /dev/shm (1-3 MB each, memory until removed).
     leftover_prefixes = ("/tmp/hydra_hwloc_xmlfile_", "/dev/shm/mpich_shm_")
     daemon_names = ("mpiexec", "mpiexec.hydra", "hydra_pmi_proxy")
-    noise_prefixes = ("=====", "BAD TERMINATION", "PID ", "RUNNING AT ", "EXIT CODE", "CLEANING UP")
-    srun_mpi = "pmi2"
-    # "[mpiexec@HOST] Exit codes: [HOST] 0,768" then "[HOST2] 0,0" (a line per further host):
-    # wait statuses, host by host, in rank order (ranks fill the hosts in the order given)
+    # every rank's exit status when the job ends (Hydra.rank_exits reads it)
     exit_report_args = ("-print-all-exitcodes",)
-
-    def rank_exits(self, stderr: str) -> tuple[str, dict[int, int]]:
-        kept, statuses, in_report = [], [], False
-        for line in stderr.splitlines(keepends=True):
-            m = EXIT_REPORT.match(line.strip())
-            if m is not None:
-                statuses = [int(s) for s in re.findall(r"\d+", re.sub(r"\[[^\]]*\]", " ", m[1]))]
-                in_report = True
-            elif in_report and (more := EXIT_REPORT_MORE.fullmatch(line.strip())):
-                statuses += [int(s) for s in more[1].split(",")]
-            else:
-                in_report = False
-                kept.append(line)
-        failed = {rank: s for rank, s in enumerate(statuses) if s}
-        return "".join(kept), failed
 
     def prefix(self) -> Path:
         return Path(sys.executable).parent.parent
@@ -109,12 +85,6 @@ class Mpich(MpiImplementation):
                 v["FI_TCP_IFACE"] = transport.iface
         return v
 
-    def env_args(self, env: dict[str, str]) -> list[str]:
-        args: list[str] = []
-        for key, value in sorted(env.items()):
-            args += ["-genv", key, value]
-        return args
-
     def binding_args(self, job: Job) -> list[str]:
         # With an explicit --layout, bind each rank to T cores. Without one, leave placement to
         # the OS: Hydra would pin rank i to core i, and concurrent jobs would then all share
@@ -123,57 +93,5 @@ class Mpich(MpiImplementation):
             return []
         return ["-bind-to", f"core:{job.layout.threads}"]
 
-    def local_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
-        return [
-            self.tool("mpiexec"),
-            "-n",
-            str(job.nprocs),
-            *self.binding_args(job),
-            *self.exit_report_args,
-            *self.env_args(env),
-            *rank_argv,
-        ]
-
-    def slurm_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
-        # Hydra reads the allocation's nodes (its slurm resource manager) and starts a proxy
-        # on each with srun; -ppn M with a layout
-        ppn = ["-ppn", str(job.layout.procs_per_node)] if job.layout_given else []
-        return [
-            self.tool("mpiexec"),
-            "-launcher",
-            "slurm",
-            "-n",
-            str(job.nprocs),
-            *ppn,
-            *self.binding_args(job),
-            *self.exit_report_args,
-            *self.env_args(env),
-            *rank_argv,
-        ]
-
-    def hosts_command(
-        self,
-        job: Job,
-        hosts: Sequence[tuple[str, int]],
-        env: dict[str, str],
-        rank_argv: list[str],
-        reach: Reach,
-    ) -> list[str]:
-        # Hydra gives ranks to `host:n` entries in order, and a host may come back.
-        reach_args = ["-launcher", "ssh"]
-        if reach.agent:
-            reach_args += ["-launcher-exec", reach.agent]
-        if reach.address:
-            reach_args += ["-localhost", reach.address]
-        return [
-            self.tool("mpiexec"),
-            *reach_args,
-            "-hosts",
-            ",".join(f"{h}:{n}" for h, n in hosts),
-            "-n",
-            str(job.nprocs),
-            *self.binding_args(job),
-            *self.exit_report_args,
-            *self.env_args(env),
-            *rank_argv,
-        ]
+    def callback_args(self, reach: Reach) -> list[str]:
+        return ["-localhost", reach.address] if reach.address else []

