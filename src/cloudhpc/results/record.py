@@ -449,7 +449,9 @@ def _env(obj: Mapping[str, Any]) -> Env:
     return Env(
         name=_str(e, "name", where="env."),
         description=_str(e, "description", where="env."),
-        variables={str(k): str(v) for k, v in variables.items()},
+        variables=variables
+        if all(isinstance(v, str) for v in variables.values())
+        else {str(k): str(v) for k, v in variables.items()},
     )
 
 
