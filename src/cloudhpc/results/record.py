@@ -121,7 +121,7 @@ class CampaignTag:
     file: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)  # a record is itself: hashable, compared by id
 class Record:
     """One stored run. Typed fields for what readers use; `data` is the whole record as stored
     (after the upgrades above), `path` its file (None: not read from a store).
