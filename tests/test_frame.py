@@ -205,12 +205,12 @@ def test_the_cache_sees_new_records_and_survives_damage(tmp_path, monkeypatch):
     second = _record("kmeans", {"k": 3}, {}, 0.2)
     write_record(results, second)
     read = []
-    real = frames.both_frames
+    real = frames._flatten_files
     monkeypatch.setattr(
-        frames, "both_frames", lambda recs, **kw: real(read.extend(recs) or recs, **kw)
+        frames, "_flatten_files", lambda st, names: real(st, read.extend(names) or names)
     )
     f = frame(results)
-    assert set(f["id"]) == {first["id"], second["id"]} and [r.id for r in read] == [second["id"]]
+    assert set(f["id"]) == {first["id"], second["id"]} and read == [f"{second['id']}.json"]
     cache = frames._cache_dir(results)
     (cache / "runs.parquet").write_bytes(b"not parquet")
     assert set(frame(results)["id"]) == {first["id"], second["id"]}
@@ -230,3 +230,19 @@ def test_sql_on_an_unchanged_store_reads_the_cache_without_pandas(store):
         [sys.executable, "-c", code, str(results)], capture_output=True, text=True, check=True
     )
     assert out.stdout.split() == ["5", "False"], out.stderr
+
+
+def test_a_large_store_is_read_by_several_processes_with_the_same_answer(tmp_path, monkeypatch):
+    from cloudhpc.results import frames
+
+    results = tmp_path / "results"
+    for i in range(12):
+        write_record(results, _record("kmeans", {"k": i}, {}, 0.1 + i))
+    (results / "20260101T000000-bad-000001.json").write_text("{")
+    alone = frames.frame(results, warn=None)
+    monkeypatch.setattr(frames, "PARALLEL_FROM", 4)
+    monkeypatch.setattr(frames, "_cache_dir", lambda store: tmp_path / "other-cache")
+    warned = []
+    together = frames.frame(results, warn=warned.append)
+    pd.testing.assert_frame_equal(alone, together)
+    assert len(warned) == 1 and "bad-000001" in warned[0]

@@ -303,7 +303,7 @@ def store_frames(
     """Every record of the store as (runs, rows) frames, oldest first; damaged or newer-schema
     records skipped, each named through `warn`."""
 
-    from .store import read_record, store_path
+    from .store import store_path
 
     store = store_path(results_dir)
     if not store.is_dir():
@@ -324,16 +324,11 @@ def store_frames(
             runs_parts.append(runs)
             rows_parts.append(rows)
     new = sorted(name for name in listing if name not in old)
-    records = []
-    for name in new:
-        try:
-            records.append(read_record(store / name))
-        except CloudhpcError as e:
-            warnings[name] = f"{e}; skipped"
-    if records or not runs_parts:
-        fresh_runs, fresh_rows = both_frames(records)
-        runs_parts.append(fresh_runs)
-        rows_parts.append(fresh_rows)
+    flat_runs, flat_rows, problems = _flatten_files(store, new)
+    warnings.update(problems)
+    if flat_runs or not runs_parts:
+        runs_parts.append(_make_frame(flat_runs, list(run_row_columns())))
+        rows_parts.append(_make_frame(flat_rows, [*ROW_KEYS, "row"]))
     runs = _concat(runs_parts, "runs")
     rows = _concat(rows_parts, "rows")
     if new or cached is None:
@@ -344,6 +339,65 @@ def store_frames(
         for name in sorted(warnings):
             warn(warnings[name])
     return runs, rows
+
+
+PARALLEL_FROM = 2000  # files: fewer are read in this process (a worker costs ~0.1 s to start)
+
+
+def _flatten_chunk(store: Path, names: list[str]) -> tuple[list, list, dict[str, str]]:
+    """Read, check and flatten these record files: (run rows, size rows, warnings by name)."""
+    from .store import read_record
+
+    runs: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    problems: dict[str, str] = {}
+    for name in names:
+        try:
+            r = read_record(store / name)
+        except CloudhpcError as e:
+            problems[name] = f"{e}; skipped"
+            continue
+        run = run_row(r)
+        runs.append(run)
+        rows.extend(size_rows(r, run))
+    return runs, rows, problems
+
+
+def _flatten_files(store: Path, names: list[str]) -> tuple[list, list, dict[str, str]]:
+    """_flatten_chunk over many files, split over the CPUs this process may use (forked
+    workers: reading and checking JSON is Python work, one core each)."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    if len(names) < PARALLEL_FROM or cpus < 2:
+        return _flatten_chunk(store, names)
+    import concurrent.futures as cf
+    import multiprocessing
+
+    workers = min(cpus, 8)
+    step = -(-len(names) // workers)
+    chunks = [names[i : i + step] for i in range(0, len(names), step)]
+    runs: list[dict[str, Any]] = []
+    rows: list[dict[str, Any]] = []
+    problems: dict[str, str] = {}
+    try:
+        ctx = multiprocessing.get_context("fork")
+        with cf.ProcessPoolExecutor(len(chunks) - 1, mp_context=ctx) as pool:
+            futures = [pool.submit(_flatten_chunk, store, c) for c in chunks[1:]]
+            first = _flatten_chunk(store, chunks[0])  # this process takes a share too
+            parts = [first] + [f.result() for f in futures]
+    except (OSError, cf.process.BrokenProcessPool):  # no workers to be had: do it here
+        parts = [_flatten_chunk(store, names)]
+    for part_runs, part_rows, part_problems in parts:
+        runs += part_runs
+        rows += part_rows
+        problems.update(part_problems)
+    return runs, rows, problems
+
+
+def _make_frame(flat: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
+    pd = require("pandas", "results as data (frame, sql, Parquet)")
+    if not flat:
+        return pd.DataFrame(columns=columns)
+    return _one_kind_per_column(pd.DataFrame.from_records(flat))
 
 
 def _concat(parts: list[pd.DataFrame], kind: str) -> pd.DataFrame:
