@@ -20,7 +20,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -142,37 +142,6 @@ def size_rows(r: Record, run: dict[str, Any] | None = None) -> list[dict[str, An
             flat[f"row.{k}" if k in head or k == "row" else k] = _value(v)
         out.append(flat)
     return out
-
-
-def records_frame(records: Iterable[Record], rows: bool = False) -> pd.DataFrame:
-    """The DataFrame of these records (see the module's doc)."""
-    runs, sizes = both_frames(records, runs=not rows, rows=rows)
-    return sizes if rows else runs
-
-
-def both_frames(
-    records: Iterable[Record], *, runs: bool = True, rows: bool = True
-) -> tuple[pd.DataFrame | None, pd.DataFrame | None]:
-    """The run frame and the per-size row frame of these records, flattened in one pass."""
-    pd = require("pandas", "results as data (frame, sql, Parquet)")
-    flat_runs: list[dict[str, Any]] = []
-    flat_rows: list[dict[str, Any]] = []
-    for r in records:
-        run = run_row(r)
-        if runs:
-            flat_runs.append(run)
-        if rows:
-            flat_rows.extend(size_rows(r, run))
-
-    def make(flat: list[dict[str, Any]], columns: list[str]) -> pd.DataFrame:
-        if not flat:
-            return pd.DataFrame(columns=columns)
-        return _one_kind_per_column(pd.DataFrame.from_records(flat))
-
-    return (
-        make(flat_runs, list(run_row_columns())) if runs else None,
-        make(flat_rows, [*ROW_KEYS, "row"]) if rows else None,
-    )
 
 
 def run_row_columns() -> tuple[str, ...]:

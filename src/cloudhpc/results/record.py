@@ -22,7 +22,7 @@ import datetime as dt
 import math
 import re
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -225,8 +225,6 @@ class Record:
 
 
 Mapping.register(Record)
-
-RECORD_FIELDS = tuple(f.name for f in fields(Record))
 
 
 # ---- checking and upgrading --------------------------------------------------------------

@@ -9,12 +9,9 @@ duckdb and pandas are imported here, never by `import cloudhpc`.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
 from typing import Any
 
 from ..errors import CloudhpcError, require
-from .frames import both_frames
-from .record import Record
 
 
 def _connect(external: bool = False):
@@ -113,13 +110,6 @@ def query(runs: Any, rows: Any, sql: str, filters: dict[str, Any] | None = None)
             raise _error(e) from None
     finally:
         con.close()
-
-
-def query_records(records: Iterable[Record], sql: str) -> Answer:
-    """`sql` over the views of these records (not a store's: no cache)."""
-    check(sql)
-    runs, rows = both_frames(records, runs=True, rows="rows" in sql.lower())
-    return query(runs, rows, sql)
 
 
 def query_store(results_dir, sql: str, **filters: Any) -> Answer:

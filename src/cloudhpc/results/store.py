@@ -283,11 +283,6 @@ def filter_records(
     return out
 
 
-def campaign_name(r: Record) -> str | None:
-    """The name of the campaign a record's run belonged to (None: not run by a campaign)."""
-    return r.campaign.name if r.campaign is not None else None
-
-
 CSV_COLUMNS = [
     "id",
     "started_at",
