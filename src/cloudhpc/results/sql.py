@@ -1,9 +1,11 @@
 """SQL over a results store (`cloudhpc results sql`): DuckDB, in memory, over two views of the
 store's frames (frames.py): `records`, one row per run, and `rows`, one row per row of a run's
-table (a micro-benchmark's message sizes). The database reads no file and writes none (DuckDB's
-external access is off): a query sees the store's records and nothing else.
+table (a micro-benchmark's message sizes). The tables are loaded first (from the frames' cached
+Parquet files when the store did not change, else from frames built with pandas); then DuckDB's
+file access is turned off and locked, and only then does the user's one SELECT run: a query sees
+the store's records and nothing else, and reads or writes no file.
 
-duckdb and pandas are imported here, never by `import cloudhpc`.
+duckdb (and pandas, for a store that changed) are imported here, never by `import cloudhpc`.
 """
 
 from __future__ import annotations
