@@ -186,7 +186,7 @@ def test_sql_bad_queries_are_one_line_and_touch_no_file(tmp_path, query, needle)
 
 def test_import_cloudhpc_pulls_in_no_heavy_module():
     code = (
-        "import sys, cloudhpc, cloudhpc.results, cloudhpc.results.store;"
+        "import sys, cloudhpc, cloudhpc.results, cloudhpc.results.store, cloudhpc.profile;"
         "print(sorted(m for m in ('pandas', 'duckdb', 'numba', 'mpi4py', 'pyarrow', 'hatchet')"
         " if m in sys.modules))"
     )
