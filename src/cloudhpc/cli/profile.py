@@ -41,6 +41,7 @@ examples:
   cloudhpc profile show last --callsites                 # the latest profile's call sites
   cloudhpc profile show 20261121-1243 --rank 1          # a record id, or a unique prefix of it
   cloudhpc profile compare native.files vmnet.files
+  cloudhpc profile export last --hatchet prof.json       # for Hatchet / Thicket
 """
 
 
@@ -50,8 +51,8 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         "profile",
         "profile every MPI call of a program (TAU pprof / mpiP style)",
         "Profile every MPI call of an unmodified MPI program (C, Fortran-built-with-MPICH, or "
-        "mpi4py) through a PMPI library loaded with LD_PRELOAD. Also: `profile show PROFILE` "
-        "and `profile compare A B`.\n\n" + EXAMPLES,
+        "mpi4py) through a PMPI library loaded with LD_PRELOAD. Also: `profile show PROFILE`, "
+        "`profile compare A B` and `profile export PROFILE --hatchet FILE`.\n\n" + EXAMPLES,
     )
     p.add_argument(
         "--app",
