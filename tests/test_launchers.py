@@ -176,3 +176,39 @@ def test_cli_layout_and_n_must_agree(tmp_path):
     assert_one_line_error(r, "-n 3 does not match --layout 1x2x1")
     r = run_cli("bench", "pingpong", "--layout", "1x2x1", "--dry-run")
     assert r.returncode == 0 and "-n 2" in r.stdout
+
+
+def test_an_empty_mpi_or_launcher_name_is_one_line(tmp_path):
+    for flag in ("--mpi", "--launcher"):
+        r = run_cli("bench", "pingpong", "-n", "2", flag, "", "--dry-run", "--json")
+        assert_one_line_error(r, f"{flag} needs")
+        assert r.returncode == 2 and r.stdout == ""
+
+
+def test_a_job_that_names_no_launcher_or_mpi_gets_the_defaults():
+    from cloudhpc.launch import LOCAL
+    from cloudhpc.launch.runner import provisioned
+    from cloudhpc.mpi import DEFAULT
+
+    job = Job(app="bench.pingpong", nprocs=2, layout=Layout(1, 2, 1))
+    assert (job.launcher, job.mpi) == ("", "")
+    with provisioned(job, dry_run=True) as ready:
+        assert (ready.launcher, ready.mpi) == (LOCAL, DEFAULT) == ("local", "mpich")
+        plan = plan_job(ready, preflight=False)
+    assert plan.launcher == "local" and plan.mpi == "mpich" and "-genv" in plan.argv
+    assert Job.from_json(plan.argv[-1]).launcher == "local"
+    assert plan_job(job, preflight=False).argv == plan.argv  # plan_job names them too
+
+
+def test_an_environment_with_hosts_of_its_own_runs_with_the_cluster_launcher():
+    from cloudhpc.launch.runner import provisioned
+
+    job = _job(env="capped:1gbit", oversubscribe=True)
+    with provisioned(job, dry_run=True) as ready:
+        assert ready.launcher == "cluster" and len(ready.hosts) == 2 and ready.cluster
+    with pytest.raises(CloudhpcError, match="not with the slurm launcher"):
+        with provisioned(_job(env="capped:1gbit", launcher="slurm"), dry_run=True):
+            pass
+    with pytest.raises(CloudhpcError, match="drop --hosts"):
+        with provisioned(_job(env="capped:1gbit", hosts=(Host("a", 2),)), dry_run=True):
+            pass

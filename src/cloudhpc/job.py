@@ -40,9 +40,11 @@ class Job:
     layout: Layout = field(default_factory=Layout)
     layout_given: bool = False  # --layout was given (else ranks fill the hosts' slots)
     env: str = "native"
-    mpi: str = "mpich"  # the MPI implementation (cloudhpc.mpi registry name)
+    # the MPI implementation and the launcher, by their registry names (cloudhpc.mpi,
+    # cloudhpc.launch); "": the default implementation, the local launcher (named at launch)
+    mpi: str = ""
     engine: str = "mpi"
-    launcher: str = "local"
+    launcher: str = ""
     hosts: tuple[Host, ...] = ()
     oversubscribe: bool = False
     results_dir: str = "cloudhpc-results"

@@ -15,7 +15,7 @@ from ..envs import environment_names
 from ..errors import CloudhpcError
 from ..job import Job
 from ..jsontext import print_json
-from ..launch import LAUNCHERS
+from ..launch import LAUNCHERS, SLURM
 from ..launch.execute import RunRequest, run_job
 from ..launch.options import DEFAULT_RESULTS, LaunchOptions, make_job
 from ..launch.runner import plan_job, provisioned
@@ -196,7 +196,7 @@ def hosts_sharing(job: Job) -> int | None:
     if job.engine_options.get("ray_address"):
         return None
     if job.cluster or not job.hosts:
-        if job.launcher == "slurm":
+        if job.launcher == SLURM:
             return int(os.environ.get("SLURM_JOB_NUM_NODES") or job.layout.nodes or 1)
         return 1
     return len({h.name for h in job.hosts})

@@ -118,6 +118,7 @@ def _short(word: str) -> str:
 
 def _job(item: WarmUp, nprocs: int, threads: int, results: str):
     from ..job import Job, Layout
+    from ..launch import LOCAL
     from .app_params import parse_params
 
     params = parse_params(item.app, item.spec, list(item.words), nprocs)
@@ -128,7 +129,7 @@ def _job(item: WarmUp, nprocs: int, threads: int, results: str):
         params=params,
         nprocs=nprocs,
         layout=Layout(threads, nprocs, 1),
-        launcher="local",
+        launcher=LOCAL,
         oversubscribe=True,
         results_dir=results,
         command_line=f"cloudhpc jit build: {item.title}",

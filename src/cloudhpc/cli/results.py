@@ -13,6 +13,7 @@ from rich.markup import escape
 from ..atomic import atomic_file
 from ..errors import CloudhpcError
 from ..jsontext import print_json
+from ..launch import HOSTS, SLURM
 from ..paths import RunFiles, check_output_file, check_run_files
 from ..results.record import Record
 from ..results.store import filter_records, load_record, load_records, write_csv
@@ -217,7 +218,7 @@ def _where(r: Record) -> str:
     if r.cluster is not None and r.cluster.name:
         kind = "throwaway cluster" if r.cluster.ephemeral else "cluster"
         return f"{kind} {r.cluster.name} ({len(r.cluster.hosts)} hosts)"
-    if r.launcher in ("hosts", "slurm") or len(r.nodes) > 1:
+    if r.launcher in (HOSTS, SLURM) or len(r.nodes) > 1:
         names = sorted(set(r.nodes)) or [str(h.get("name")) for h in r.hosts]
         shown = ", ".join(names[:3]) + (f" +{len(names) - 3}" if len(names) > 3 else "")
         return f"{r.launcher}: {shown}"

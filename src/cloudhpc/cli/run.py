@@ -19,6 +19,7 @@ from collections.abc import Callable, Sequence
 from ..apps.registry import BUILTIN, load_app, run_apps
 from ..engines.registry import ENGINES, check_available
 from ..errors import CloudhpcError
+from ..launch import RAY
 from ..memory import check_fits
 from ..paths import check_run_files
 from ..results.record import Record
@@ -162,7 +163,7 @@ def engine_options(args: argparse.Namespace) -> dict:
                 raise CloudhpcError(f"{flag} applies to --engine ray, not {args.engine}")
         return {}
     check_available("ray")
-    if args.launcher not in (None, "ray"):
+    if args.launcher not in (None, RAY):
         raise CloudhpcError(
             f"--engine ray starts one driver process (launcher ray), not --launcher {args.launcher}"
         )

@@ -29,6 +29,9 @@ class Environment:
     example: str = ""
     # ranks on one host share memory (as on a node), or reach each other only through TCP/IP
     shared_memory: bool = True
+    # it brings up hosts of its own for the run (`provision` hands back the job on them), which
+    # the launch layer starts with its cluster launcher; such a job names no hosts
+    own_hosts: bool = False
 
     def with_argument(self, value: str) -> Environment:
         """The environment NAME:value (for those that take an argument)."""

@@ -15,7 +15,6 @@ import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..errors import CloudhpcError
 from ..job import Host, Job
 from .base import Environment
 
@@ -39,6 +38,7 @@ class Capped(Environment):
         return Capped(normalise(value))
 
     shared_memory = True  # ranks on one host share memory, as on a node
+    own_hosts = True  # a throwaway cluster's hosts, brought up for the run
 
     def describe(self, mpi=None) -> dict:
         return {**super().describe(mpi), "link": self.rate}
@@ -47,16 +47,6 @@ class Capped(Environment):
     def provision(self, job: Job, dry_run: bool = False) -> Iterator[Job]:
         from .. import cluster
 
-        if job.hosts:
-            raise CloudhpcError(
-                f"--env {self.name} brings up a cluster of its own; drop --hosts (or run on "
-                "the hosts file of a cluster with --env native)"
-            )
-        if job.launcher not in ("local", "cluster"):
-            raise CloudhpcError(
-                f"--env {self.name} runs ranks on an emulated cluster, not with the "
-                f"{job.launcher} launcher"
-            )
         lay = job.layout
         nhosts, slots = (lay.nodes, lay.procs_per_node) if job.layout_given else (job.nprocs, 1)
         links = [cluster.parse_rate(self.rate)]
@@ -69,4 +59,4 @@ class Capped(Environment):
 
 def _on(job: Job, c) -> Job:
     hosts = tuple(Host(h.name, h.slots) for h in c.hosts)
-    return dataclasses.replace(job, hosts=hosts, launcher="cluster", cluster=c.to_dict())
+    return dataclasses.replace(job, hosts=hosts, cluster=c.to_dict())

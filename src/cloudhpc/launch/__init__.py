@@ -5,24 +5,32 @@ cluster launcher alone brings in the emulated cluster's modules, 30 ms of the co
 """
 
 from .base import LAUNCHERS, Launcher, choose_launcher, get_launcher, register_launcher
+from .names import CLUSTER, DIRECT, HOSTS, LOCAL, RAY, SLURM, SLURM_MPIEXEC
 from .plan import LaunchPlan
 
 LAUNCHERS.update(
     {
-        "local": "cloudhpc.launch.local:LocalLauncher",
-        "hosts": "cloudhpc.launch.hosts:HostsLauncher",
-        "cluster": "cloudhpc.launch.cluster:ClusterLauncher",
-        "slurm": "cloudhpc.launch.slurm:SlurmLauncher",
-        "slurm-mpiexec": "cloudhpc.launch.slurm:SlurmMpiexecLauncher",
-        "direct": "cloudhpc.launch.direct:DirectLauncher",
-        "ray": "cloudhpc.launch.ray:RayLauncher",
+        LOCAL: "cloudhpc.launch.local:LocalLauncher",
+        HOSTS: "cloudhpc.launch.hosts:HostsLauncher",
+        CLUSTER: "cloudhpc.launch.cluster:ClusterLauncher",
+        SLURM: "cloudhpc.launch.slurm:SlurmLauncher",
+        SLURM_MPIEXEC: "cloudhpc.launch.slurm:SlurmMpiexecLauncher",
+        DIRECT: "cloudhpc.launch.direct:DirectLauncher",
+        RAY: "cloudhpc.launch.ray:RayLauncher",
     }
 )
 
 __all__ = [
+    "CLUSTER",
+    "DIRECT",
+    "HOSTS",
     "LAUNCHERS",
+    "LOCAL",
     "LaunchPlan",
     "Launcher",
+    "RAY",
+    "SLURM",
+    "SLURM_MPIEXEC",
     "choose_launcher",
     "get_launcher",
     "register_launcher",

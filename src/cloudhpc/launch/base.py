@@ -9,14 +9,17 @@ command for that (mpi/), so each launcher works with every implementation.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 
 from ..envs import get_environment
 from ..errors import CloudhpcError
 from ..job import Job
+from ..mpi import DEFAULT as DEFAULT_MPI
 from ..mpi import MpiImplementation, Where, get_implementation
 from ..registry import Registry
+from .names import DIRECT, HOSTS, LOCAL, RAY, SLURM
 from .plan import LaunchPlan
 
 
@@ -119,18 +122,27 @@ def get_launcher(name: str) -> Launcher:
     return LAUNCHERS.lookup(name)
 
 
+def named(job: Job) -> Job:
+    """The job with its launcher and MPI implementation named: a Job made without them (by a
+    library user or a test; make_job always names both) runs with the local launcher and the
+    default implementation."""
+    if job.launcher and job.mpi:
+        return job
+    return dataclasses.replace(job, launcher=job.launcher or LOCAL, mpi=job.mpi or DEFAULT_MPI)
+
+
 def choose_launcher(has_hosts: bool, engine: str, hosts_file: bool = True) -> str:
     """The launcher a user means when they name none. `hosts_file`: the hosts come from
     --hosts (machines to reach over ssh), not from a --placement plan alone (which, inside a
     Slurm allocation, names the allocation's nodes)."""
     if engine == "serial":
-        return "direct"
+        return DIRECT
     if engine == "ray":
-        return "ray"  # one driver process; Ray starts the workers
+        return RAY  # one driver process; Ray starts the workers
     if has_hosts and hosts_file:
-        return "hosts"
+        return HOSTS
     if os.environ.get("SLURM_JOB_ID"):
-        return "slurm"
+        return SLURM
     if has_hosts:
-        return "hosts"
-    return "local"
+        return HOSTS
+    return LOCAL

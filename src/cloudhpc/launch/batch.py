@@ -36,6 +36,7 @@ from ..atomic import write_json, write_text
 from ..errors import CloudhpcError
 from ..job import Job
 from ..slurm.client import SlurmClient, format_time_limit, parse_time_limit
+from .names import HOSTS
 
 BATCH_VAR = "CLOUDHPC_BATCH_JOB"
 JOBS_DIR = "jobs"
@@ -74,7 +75,7 @@ def check_options(submit: bool, opts: SubmitOptions) -> int | None:
 
 def check_job(job: Job, client: SlurmClient, opts: SubmitOptions, oversubscribe: bool) -> str:
     """Check the job against the cluster before submitting; the partition's name."""
-    if job.hosts and not job.cluster and job.launcher == "hosts":
+    if job.hosts and not job.cluster and job.launcher == HOSTS:
         raise CloudhpcError(
             "--submit runs the ranks on the nodes Slurm allocates; --hosts names other machines"
         )

@@ -16,6 +16,7 @@ from ..errors import CloudhpcError
 from ..job import Job
 from ..mpi import Reach
 from .hosts import HostsLauncher
+from .names import CLUSTER
 from .plan import LaunchPlan
 
 
@@ -29,7 +30,7 @@ def job_cluster(job: Job) -> Cluster:
 
 
 class ClusterLauncher(HostsLauncher):
-    name = "cluster"
+    name = CLUSTER
     same_machine = True  # its hosts are namespaces of this machine
 
     def preflight(self, job: Job) -> None:

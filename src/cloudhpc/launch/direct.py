@@ -5,10 +5,11 @@ from __future__ import annotations
 from ..errors import CloudhpcError
 from ..job import Job
 from .base import Launcher
+from .names import DIRECT
 
 
 class DirectLauncher(Launcher):
-    name = "direct"
+    name = DIRECT
     singleton = True
 
     def slots(self, job: Job) -> int | None:

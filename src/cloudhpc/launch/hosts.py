@@ -7,10 +7,11 @@ from ..errors import CloudhpcError
 from ..job import Job
 from ..mpi import Reach, Where
 from .base import Launcher
+from .names import HOSTS
 
 
 class HostsLauncher(Launcher):
-    name = "hosts"
+    name = HOSTS
     spans_hosts = True
     same_machine = False
 

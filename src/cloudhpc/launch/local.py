@@ -8,10 +8,11 @@ from ..errors import CloudhpcError
 from ..job import Job
 from ..mpi import Where
 from .base import Launcher
+from .names import LOCAL
 
 
 class LocalLauncher(Launcher):
-    name = "local"
+    name = LOCAL
     slot_word = "cores"
 
     def slots(self, job: Job) -> int | None:

@@ -24,6 +24,7 @@ from ..mpi import DEFAULT as DEFAULT_MPI
 from ..mpi import get_implementation
 from .base import LAUNCHERS, choose_launcher
 from .layout import parse_layout
+from .names import CLUSTER
 
 DEFAULT_RESULTS = "cloudhpc-results"
 
@@ -76,6 +77,8 @@ def make_job(app: str, params: dict[str, Any], opts: LaunchOptions, engine: str 
     if layout is None:
         layout = Layout(1, nprocs, 1)
     get_environment(opts.env)  # unknown names and bad arguments: one line
+    if not opts.mpi.strip():
+        raise CloudhpcError("--mpi needs the name of an MPI implementation (cloudhpc mpi list)")
     get_implementation(opts.mpi)  # unknown names: one line
     if not opts.placement:
         hosts = read_hosts_file(opts.hosts) if opts.hosts else ()
@@ -85,12 +88,14 @@ def make_job(app: str, params: dict[str, Any], opts: LaunchOptions, engine: str 
         raise CloudhpcError(
             f"the hosts of cluster {cluster['name']} run --engine mpi jobs, not {engine}"
         )
+    if opts.launcher is not None and not opts.launcher.strip():
+        raise CloudhpcError(f"--launcher needs a launcher's name: {', '.join(LAUNCHERS.names())}")
     launcher = opts.launcher or (
-        "cluster" if cluster else choose_launcher(bool(hosts), engine, bool(opts.hosts))
+        CLUSTER if cluster else choose_launcher(bool(hosts), engine, bool(opts.hosts))
     )
     if not LAUNCHERS.known(launcher):
         raise CloudhpcError(f"unknown launcher {launcher!r}; known: {', '.join(LAUNCHERS.names())}")
-    if cluster is not None and launcher != "cluster":
+    if cluster is not None and launcher != CLUSTER:
         raise CloudhpcError(
             f"{hosts_path} lists hosts of cluster {cluster['name']}, which start with the "
             f"cluster launcher, not {launcher}"

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..job import Host
+from ..mpi import DEFAULT as DEFAULT_MPI
 
 
 @dataclass(frozen=True)
@@ -17,7 +18,7 @@ class LaunchPlan:
     nprocs: int
     hosts: tuple[Host, ...] = ()
     notes: list[str] = field(default_factory=list)
-    mpi: str = "mpich"  # the implementation that starts the ranks (its leftovers, its noise)
+    mpi: str = DEFAULT_MPI  # the implementation that starts the ranks (its leftovers, its noise)
     singleton: bool = False  # ranks start without mpiexec (MPI initialises as a singleton)
     same_machine: bool = True  # every process of the run is on this machine
     # what the run record says: the environment as realised, the implementation and version

@@ -12,6 +12,7 @@ import os
 from ..errors import CloudhpcError
 from ..job import Job
 from .base import Launcher
+from .names import RAY
 from .plan import LaunchPlan
 
 # Exported to the driver (and so to the Ray processes it starts; recorded with the launch).
@@ -21,7 +22,7 @@ PRIVATE = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 
 
 class RayLauncher(Launcher):
-    name = "ray"
+    name = RAY
     singleton = True
 
     def plan(self, job: Job, rank_argv: list[str] | None = None, extra_env=None) -> LaunchPlan:

@@ -7,6 +7,7 @@ stderr is collected and shown only when a rank crashed (or printed warnings on a
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import json
 import os
@@ -41,7 +42,8 @@ from ..procs import (
     owner_line,
     tagged,
 )
-from .base import get_launcher
+from .base import get_launcher, named
+from .names import CLUSTER, LOCAL
 from .plan import LaunchPlan
 
 
@@ -88,10 +90,24 @@ class Outcome:
 @contextmanager
 def provisioned(job: Job, dry_run: bool = False) -> Iterator[Job]:
     """The job as its environment launches it, for the length of the block: --env capped:RATE
-    brings a cluster up and hands back the job on its hosts, and takes the cluster down when the
-    block ends, however it ends. Other environments hand back the job unchanged."""
-    with get_environment(job.env).provision(job, dry_run=dry_run) as ready:
-        yield ready
+    brings a cluster up and hands back the job on its hosts, started with the cluster
+    launcher, and takes the cluster down when the block ends, however it ends. Other
+    environments hand back the job unchanged (its launcher and implementation named)."""
+    job = named(job)
+    environment = get_environment(job.env)
+    if environment.own_hosts:
+        if job.hosts:
+            raise CloudhpcError(
+                f"--env {environment.name} brings up a cluster of its own; drop --hosts (or run "
+                "on the hosts file of a cluster with --env native)"
+            )
+        if job.launcher not in (LOCAL, CLUSTER):
+            raise CloudhpcError(
+                f"--env {environment.name} runs ranks on an emulated cluster, not with the "
+                f"{job.launcher} launcher"
+            )
+    with environment.provision(job, dry_run=dry_run) as ready:
+        yield dataclasses.replace(ready, launcher=CLUSTER) if environment.own_hosts else ready
 
 
 def plan_job(
@@ -100,6 +116,7 @@ def plan_job(
     """The argv and environment for `job` (rank_argv defaults to the cloudhpc worker). With
     `preflight` (not for --dry-run) the job's MPI implementation is installed if it is not yet,
     and the launcher checks what it needs of the outside world."""
+    job = named(job)
     launcher = get_launcher(job.launcher)
     plan = launcher.plan(job, rank_argv, extra_env)
     if preflight:

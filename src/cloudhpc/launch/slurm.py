@@ -32,6 +32,7 @@ from ..errors import CloudhpcError
 from ..job import Job
 from ..mpi import Where
 from .base import Launcher
+from .names import SLURM, SLURM_MPIEXEC
 from .plan import LaunchPlan
 
 HOSTFILE_VAR = "SLURM_HOSTFILE"
@@ -152,7 +153,7 @@ def allocation_facts(environ=os.environ) -> dict[str, str]:
 
 
 class SlurmLauncher(Launcher):
-    name = "slurm"
+    name = SLURM
     slot_word = "CPUs of the allocation"
 
     @property
@@ -234,7 +235,7 @@ class SlurmMpiexecLauncher(SlurmLauncher):
     """slurm-mpiexec: the implementation's own launcher inside the allocation (mpiexec reaching
     the nodes through Slurm), even where srun could start the ranks itself."""
 
-    name = "slurm-mpiexec"
+    name = SLURM_MPIEXEC
 
     def preflight(self, job: Job) -> None:
         if not os.environ.get("SLURM_JOB_ID"):

@@ -225,7 +225,7 @@ def mpmd(
 
 
 IMPLEMENTATIONS = Registry("MPI implementation", group="cloudhpc.mpi", make=True)
-DEFAULT = "mpich"
+DEFAULT = "mpich"  # --mpi's default, and a Job's that names none
 
 
 def register_implementation(
