@@ -34,7 +34,9 @@ LAUNCHES: dict[str, tuple[list[str], bool, str | None]] = {
     "local": ([], False, None),
     "local-layout": (["--layout", "2x2x1", "-n", "2"], False, None),
     "local-oversubscribe": (["--oversubscribe"], False, None),
-    "hosts": (["--hosts", "{TMP}/hosts"], False, None),
+    # -n 4 fills both hosts: a p2p benchmark's -n 2 over distinct hosts gets one rank per host
+    # (make_job's choice, not the launchers')
+    "hosts": (["--hosts", "{TMP}/hosts", "-n", "4"], False, None),
     "hosts-uneven-3": (["--hosts", "{TMP}/uneven", "-n", "3"], False, None),
     "hosts-layout": (["--hosts", "{TMP}/hosts", "--layout", "2x1x2", "-n", "2"], False, None),
     "hosts-over-5": (["--hosts", "{TMP}/hosts", "-n", "5", "--oversubscribe"], False, None),
