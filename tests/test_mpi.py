@@ -200,6 +200,20 @@ def test_hosts_argv_keep_rank_order():
                     ":", "-host", "h1", "-n", "1", "p"]  # fmt: skip
 
 
+def test_oversubscribed_mpmd_segments_start_every_rank():
+    """More ranks than slots: the segments take the hosts again from the first (as Hydra's
+    -hosts does); Intel MPI started 3 ranks of a 5-rank job over a:2, b:1 (a world of 3)."""
+    uneven = (Host("a", 2), Host("b", 1))
+    impi = _hosts_argv("intelmpi", uneven, 5)
+    tail = impi[impi.index("-host") :]
+    assert tail == ["-host", "a", "-n", "2", "p", ":", "-host", "b", "-n", "1", "p",
+                    ":", "-host", "a", "-n", "2", "p"]  # fmt: skip
+    ompi = _hosts_argv("openmpi", PLAN, 6)  # h1:2 h0:1 h1:1, then h1:2 again: one segment
+    tail = ompi[ompi.index("--host") :]
+    assert tail == ["--host", "h1:2", "-n", "2", "p", ":", "--host", "h0:1", "-n", "1", "p",
+                    ":", "--host", "h1:3", "-n", "3", "p"]  # fmt: skip
+
+
 def test_each_reaches_the_cluster_through_the_hook():
     reach = Reach(agent="/s/hook", address="10.224.0.1", iface="chpc0")
     assert _hosts_argv("mpich", HOSTS, 2, reach)[1:7] == [

@@ -217,9 +217,18 @@ def mpmd(
     host_args: Callable[[str, int], list[str]],
 ) -> list[str]:
     """MPMD segments, one per entry that `fill` gives ranks (`HOST_ARGS -n n ARGV : ...`):
-    they keep rank order exactly where a host comes back or hosts get different counts."""
+    they keep rank order exactly where a host comes back or hosts get different counts. Ranks
+    beyond the slots (oversubscribed) take the entries again from the first, as Hydra does with
+    `-hosts`: every one of the nprocs ranks is in a segment."""
+    slots = sum(n for _, n in hosts)
+    rounds = -(-nprocs // slots) if slots > 0 else 1
+    runs: list[tuple[str, int]] = []
+    for host, n in fill(list(hosts) * rounds, nprocs):
+        if runs and runs[-1][0] == host:  # one host's entry again: one segment
+            n += runs.pop()[1]
+        runs.append((host, n))
     segments: list[str] = []
-    for i, (host, n) in enumerate(fill(hosts, nprocs)):
+    for i, (host, n) in enumerate(runs):
         segments += ([":"] if i else []) + [*host_args(host, n), "-n", str(n), *rank_argv]
     return segments
 
