@@ -179,6 +179,9 @@ def read_record(path: Path) -> Record:
         raise CloudhpcError(f"record {path} is damaged: nested too deeply") from None
     except OSError as e:
         raise CloudhpcError(f"cannot read record {path}: {e.strerror}") from None
+    if not isinstance(obj, dict):
+        kind = type(obj).__name__ if obj is not None else "null"
+        raise CloudhpcError(f"record {path} is damaged: a JSON {kind}, not an object")
     try:
         return Record.from_dict(obj, path, nonfinite=bool(constants))
     except RecordInvalid as e:
