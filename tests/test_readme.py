@@ -77,10 +77,12 @@ def _is_root() -> bool:
 
 
 class Shell:
-    """One bash session; each command's stdout and stderr go to files, its exit status back."""
+    """One bash session; each command's stdout and stderr go to files in `control`, its exit
+    status and the shell's working directory after it back (the tour's first line moves it)."""
 
-    def __init__(self, cwd: Path, env: dict[str, str]):
-        self.cwd = cwd
+    def __init__(self, cwd: Path, control: Path, env: dict[str, str]):
+        self.start = self.cwd = cwd
+        self.control = control
         self.proc = subprocess.Popen(
             ["bash", "--norc", "--noprofile"],
             cwd=cwd,
@@ -95,11 +97,13 @@ class Shell:
     def run(self, command: str, timeout: float) -> tuple[int, str, str]:
         self.count += 1
         n = self.count
-        script = self.cwd / f".cmd{n}.sh"
+        script = self.control / f"cmd{n}.sh"
         script.write_text(command + "\n")
-        out, err = self.cwd / f".out{n}", self.cwd / f".err{n}"
+        out, err = self.control / f"out{n}", self.control / f"err{n}"
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(f'{{ . {script} ; }} </dev/null >{out} 2>{err}; echo "@@rc $?"\n')
+        self.proc.stdin.write(
+            f'{{ . {script} ; }} </dev/null >{out} 2>{err}; echo "@@rc $? $PWD"\n'
+        )
         self.proc.stdin.flush()
         deadline = time.monotonic() + timeout
         while True:
@@ -112,7 +116,9 @@ class Shell:
             if not line:
                 pytest.fail(f"the shell ended during: {command}")
             if line.startswith("@@rc "):
-                return int(line.split()[1]), out.read_text(), err.read_text()
+                _, rc, cwd = line.rstrip("\n").split(" ", 2)
+                self.cwd = Path(cwd)
+                return int(rc), out.read_text(), err.read_text()
 
     def close(self) -> None:
         if self.proc.poll() is None:
@@ -123,13 +129,17 @@ class Shell:
             self.proc.wait()
 
 
+CLONE_TOP = (".venv", "examples", "campaigns")  # what the scratch "clone" holds at the start
+
+
 @pytest.fixture(scope="module")
 def shell(tmp_path_factory):
-    scratch = tmp_path_factory.mktemp("readme")
-    (scratch / ".venv").symlink_to(VENV)
-    (scratch / "examples").symlink_to(ROOT / "examples")
-    (scratch / "campaigns").symlink_to(ROOT / "campaigns")
+    scratch = tmp_path_factory.mktemp("readme")  # stands for the top of a clone
+    for name in CLONE_TOP:
+        (scratch / name).symlink_to(VENV if name == ".venv" else ROOT / name)
+    control = tmp_path_factory.mktemp("readme-control")
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CLOUDHPC_CLUSTERS")}
+    env["TMPDIR"] = str(tmp_path_factory.mktemp("readme-tmp"))  # the tour's `mktemp -d`
     env["PATH"] = ":".join(p for p in env.get("PATH", "").split(":") if p != str(VENV / "bin"))
     env["CLOUDHPC_CLUSTERS"] = str(scratch / "clusters")
     # the README's one-node Slurm at a fixed place: one left by a killed suite is found there
@@ -137,7 +147,7 @@ def shell(tmp_path_factory):
     env["COLUMNS"] = "160"
     lock = open(CLUSTER_LOCK, "a")  # noqa: SIM115 - held for the module
     fcntl.flock(lock, fcntl.LOCK_EX)
-    sh = Shell(scratch, env)
+    sh = Shell(scratch, control, env)
     try:
         yield sh
     finally:
@@ -308,6 +318,35 @@ def test_readme_command(shell: Shell, cmd: Command):
     check = _check_for(cmd.text)
     if check:
         check(shell.cwd, out, err)
+
+
+def test_the_tour_leaves_nothing_in_the_clone(shell: Shell):
+    """After every command above (in README order), the clone's top directory holds what it held:
+    the tour wrote in its own scratch directory."""
+    if shell.count == 0:
+        pytest.skip("no README command ran in this session")
+    assert sorted(p.name for p in shell.start.iterdir()) == sorted(CLONE_TOP)
+    assert shell.cwd != shell.start and (shell.cwd / "examples").is_symlink()
+
+
+def test_the_readme_is_at_most_300_lines():
+    assert len(README.read_text().splitlines()) <= 300
+
+
+def test_the_clone_top_directory_holds_only_the_projects_files():
+    """No test's or tour's output committed at the top (two slurm-*.out were), and what sbatch
+    writes there by default is ignored."""
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    top = {name.split("/")[0] for name in tracked}
+    assert not {n for n in top if n.startswith("slurm-")}, top
+    assert top <= {
+        ".ci", ".gitignore", "CHANGES.md", "Makefile", "README.md", "benchmarks", "campaigns",
+        "docs", "examples", "pyproject.toml", "src", "tests",
+    }, top  # fmt: skip
+    ignored = subprocess.run(["git", "check-ignore", "-q", "slurm-123.out"], cwd=ROOT)
+    assert ignored.returncode == 0, "slurm-*.out is not in .gitignore"
 
 
 def _anchor(heading: str) -> str:

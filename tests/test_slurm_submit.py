@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from helpers import BIN, assert_one_line_error, needs_slurm
 
+ROOT = Path(__file__).resolve().parents[1]
 pytestmark = needs_slurm  # the `slurm` fixture (one Slurm per module): conftest.py
 
 
@@ -207,8 +208,9 @@ def test_a_campaign_as_array_jobs_resumes_by_job_state(slurm, tmp_path):
     and only it; every run recorded with the campaign's run."""
     (tmp_path / "c.toml").write_text(CAMPAIGN)
     hold = subprocess.run(  # the node's CPUs busy for a while: the campaign's jobs wait
-        ["sbatch", "--parsable", "-n", "2", "--wrap", "sleep 30"],
+        ["sbatch", "--parsable", "-n", "2", "--output", "hold-%j.out", "--wrap", "sleep 30"],
         env={**os.environ, **slurm.env}, capture_output=True, text=True, check=True, timeout=30,
+        cwd=tmp_path,  # its output (the scancel's note) under the test's own directory
     )  # fmt: skip
     blocker = hold.stdout.strip()
     r = cli(slurm.env, "campaign", "run", "c.toml", "--submit", "--time", "5", cwd=tmp_path)
@@ -232,6 +234,10 @@ def test_a_campaign_as_array_jobs_resumes_by_job_state(slurm, tmp_path):
     rows = {row["job"].split("_")[0]: row for row in wait_jobs(slurm.env, tmp_path)}
     assert rows[two]["state"] == rows[resubmitted]["state"] == "COMPLETED", rows
     assert rows[one]["state"] in ("CANCELLED", "UNKNOWN") and rows[one]["records"] == []
+    # nothing of the blocker's in the directory the suite runs from (sbatch's default output
+    # is slurm-JOBID.out in the directory it was run from)
+    assert not (Path.cwd() / f"slurm-{blocker}.out").exists()
+    assert not (ROOT / f"slurm-{blocker}.out").exists()
     status = cli(slurm.env, "campaign", "status", "c.toml", "--json", cwd=tmp_path)
     summary = json.loads(status.stdout)
     assert summary["run"] == run_id and (summary["ok"], summary["missing"]) == (2, 0)
