@@ -349,6 +349,35 @@ def test_bandwidth_follows_the_cap(two, results):
         assert 0.6 * rate < mbit < 1.05 * rate, measured
 
 
+@needs_root
+def test_a_p2p_benchmark_over_hosts_with_many_slots_measures_the_link(two, tmp_path, results):
+    """The README tour's shape: hosts with 2 slots each, links capped at 100 Mbit/s. bench bw -n 2
+    puts its ranks on two hosts (OSU/IMB: one rank per node) and measures the cap, saying so in
+    one line; --layout 1x2x1 asks for both on one host, and gets its shared memory."""
+    hosts = tmp_path / "two-slots.hosts"
+    hosts.write_text("".join(f"{h.name}:2\n" for h in two.hosts))
+    bw = ("bench", "bw", "-n", "2", "--hosts", str(hosts), "--sizes", "256k", "--iters", "2",
+          "--results", str(results))  # fmt: skip
+    try:
+        cluster.set_links(two.name, [100 * 10**6])
+        r = run_cli(*bw)
+        assert r.returncode == 0, r.stderr
+        rec = json.loads(max(results.glob("*bench.bw*.json")).read_text())
+        one = run_json(*bw, "--layout", "1x2x1")
+    finally:
+        cluster.set_links(two.name, [10**9])
+    assert rec["launch"]["argv"][rec["launch"]["argv"].index("-hosts") + 1] == ",".join(
+        f"{h.name}:1" for h in two.hosts
+    )
+    assert rec["metrics"]["across_hosts"] is True
+    assert rec["metrics"]["rank_hosts"] == [h.name for h in two.hosts]
+    assert 6 < rec["rows"][0]["mbytes_per_sec"] < 13.2, rec["rows"]  # 12.5 MB/s at most
+    line = f"ranks 0 and 1 ran across hosts: {two.hosts[0].name} and {two.hosts[1].name}"
+    assert f"{line}, over links capped at 100mbit (12.5 MB/s)" in r.stderr, r.stderr
+    assert one["metrics"]["across_hosts"] is False and one["nodes"] == [two.hosts[0].name]
+    assert one["rows"][0]["mbytes_per_sec"] > 13.2
+
+
 def _wait(predicate, timeout=60.0, what=""):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -178,6 +178,46 @@ def test_cli_layout_and_n_must_agree(tmp_path):
     assert r.returncode == 0 and "-n 2" in r.stdout
 
 
+def test_a_p2p_benchmark_over_a_hosts_file_puts_one_rank_on_each_host(tmp_path):
+    """OSU/IMB users run point-to-point benchmarks one rank per node: over hosts with 2 slots
+    each, ranks 0 and 1 go to two hosts (filling the first host's slots measured its shared
+    memory); --layout says otherwise; collectives and apps still fill the slots in order."""
+    from cloudhpc.launch.options import LaunchOptions, make_job
+
+    hosts = tmp_path / "three.hosts"
+    hosts.write_text("a:2\nb:2\nc:2\n")
+
+    def hosts_arg(app: str, nprocs: int = 2, layout: str | None = None) -> str:
+        opts = LaunchOptions(nprocs=nprocs, hosts=str(hosts), layout=layout)
+        argv = plan_job(make_job(app, {}, opts), preflight=False).argv
+        return argv[argv.index("-hosts") + 1]
+
+    for p2p in ("bench.pingpong", "bench.pingping", "bench.bw", "bench.bibw"):
+        assert hosts_arg(p2p) == "a:1,b:1", p2p
+    assert hosts_arg("bench.pingpong", 3) == "a:1,b:1,c:1"
+    assert hosts_arg("bench.pingpong", 4) == "a:2,b:2,c:2"  # more ranks than hosts: slots
+    assert hosts_arg("bench.pingpong", layout="1x2x1") == "a:2"
+    assert hosts_arg("bench.coll") == hosts_arg("kmeans") == "a:2,b:2,c:2"
+    r = run_cli("bench", "bw", "-n", "2", "--hosts", str(hosts), "--dry-run")
+    assert r.returncode == 0 and "-hosts a:1,b:1 " in r.stdout, r.stdout
+
+
+def test_every_benchmark_says_where_its_ranks_ran():
+    from cloudhpc.cli.ranks import where_ranks_ran
+
+    cluster = {"hosts": [{"name": f"h{i}", "link_bps": 10**8} for i in range(3)]}
+    p2p = {"nprocs": 2, "nodes": ["h0", "h1"], "cluster": cluster,
+           "metrics": {"rank_hosts": ["h0", "h1"], "across_hosts": True}}  # fmt: skip
+    assert where_ranks_ran(p2p) == (
+        "ranks 0 and 1 ran across hosts: h0 and h1, over links capped at 100mbit (12.5 MB/s)"
+    )
+    local = {"nprocs": 2, "nodes": ["vm"], "metrics": {"rank_hosts": ["vm", "vm"]}}
+    assert where_ranks_ran(local) == "ranks 0 and 1 ran on the same host (vm)"
+    assert where_ranks_ran({"nprocs": 1, "nodes": ["vm"]}) == "1 rank ran on one host (vm)"
+    coll = {"nprocs": 4, "nodes": ["a", "b"], "metrics": {"t_avg": 1.0}}
+    assert where_ranks_ran(coll) == "4 ranks ran across 2 hosts: a, b"
+
+
 def test_an_empty_mpi_or_launcher_name_is_one_line(tmp_path):
     for flag in ("--mpi", "--launcher"):
         r = run_cli("bench", "pingpong", "-n", "2", flag, "", "--dry-run", "--json")

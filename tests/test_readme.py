@@ -260,6 +260,13 @@ def _jobs_wait(d: Path, out: str, err: str) -> None:
     assert entry["state"] == "COMPLETED"
 
 
+def _capped_bw(d: Path, out: str, err: str) -> None:
+    # one rank on each of two hosts (OSU/IMB), so the 100 Mbit/s link, not shared memory
+    assert "ranks 0 and 1 ran across hosts" in err and "capped at 100mbit" in err, err
+    rec = json.loads(max(d.glob("cloudhpc-results/*bench.bw*.json")).read_text())
+    assert 6 < rec["rows"][0]["mbytes_per_sec"] < 13.2, rec["rows"]
+
+
 def _version(d: Path, out: str, err: str) -> None:
     from cloudhpc import __version__
 
@@ -276,6 +283,7 @@ CHECKS = {
     "run sssp": _sssp,
     "run assemble": _assemble,
     "npb all": _npb_all,
+    "bench bw -n 2 --hosts $H": _capped_bw,
     "npb ep --class W -n 2 --env vm-net --json": _npb_json,
     "./stencil 200": _stencil_profile,
     "profile show last --callsites": _stencil_callsites,

@@ -110,11 +110,15 @@ def _run(ctx: RunContext, kind: str) -> dict:
                 rows[-1]["validation"] = "pass" if valid[-1] else "FAIL"
         ctx.progress(i + 1, len(sizes), f"{kind} {nbytes} B")
     comm.Barrier()
+    names = comm.gather(MPI.Get_processor_name(), root=0)  # an emulated host has its own name
     if ctx.rank != 0:
         return {}
+    # where the two ranks that measure ran: one host (shared memory, or TCP within it for
+    # vm-net) or two (the link between them)
+    where = {"rank_hosts": names[:2], "across_hosts": names[0] != names[1]}
     return {
         "rows": rows,
-        "metrics": _summary(kind, rows),
+        "metrics": {**_summary(kind, rows), **where},
         "verified": all(valid) if check else None,
     }
 

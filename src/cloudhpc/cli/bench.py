@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from ..bench.ops import OPS
 from ..bench.params import validate
 from ..bench.sizes import WINDOW
+from ..text import count
 from . import bench_ior
 from .app_params import ParamSpec
 from .common import add_launch_options, execute, job_from_args, record_footer
 from .parser import add_subparser
+from .ranks import where_ranks_ran
 from .ui import err, print_table
 
 P2P = {
@@ -103,10 +106,13 @@ def handle(args: argparse.Namespace) -> int:
         title=f"bench {args.bench}",
         exit_code=lambda r: 1 if r.get("verified") is False else 0,
     )
-    if record is None or args.json:
-        return 0 if record is None else record.exit_code
+    if record is None:
+        return 0
+    if args.json:
+        err.print(where_ranks_ran(record), highlight=False, markup=False)
+        return record.exit_code
     title = f"{args.bench}" + (f" {args.op}" if args.bench == "coll" else "")
-    title += f" — {job.nprocs} ranks, env {job.env}"
+    title += f" — {count(job.nprocs, 'rank')}, env {job.env}"
     print_table(title, [dict(row) for row in record.rows])
     if args.bench in ("bw", "bibw"):
         err.print(
@@ -116,5 +122,7 @@ def handle(args: argparse.Namespace) -> int:
             "t_usec is per message",
             highlight=False,
         )
+    sys.stdout.flush()  # the table before the lines on stderr under it, also through a pipe
+    err.print(where_ranks_ran(record), highlight=False, markup=False)
     record_footer(record)
     return record.exit_code

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 from ..errors import CloudhpcError
 from ..paths import RunFiles, check_input_file, check_output_file, check_run_files
+from ..text import count
 from .common import add_launch_options, execute, job_from_args, record_footer
 from .parser import add_subparser
-from .ui import out, print_table
+from .ranks import where_ranks_ran
+from .ui import err, out, print_table
 
 HELP = "IOR: write and read phases of a shared segmented file or a file per process"
 DESCRIPTION = """\
@@ -143,16 +146,19 @@ def handle(args: argparse.Namespace) -> int:
     record = execute(
         job, args, title="bench ior", exit_code=lambda r: 1 if r.get("verified") is False else 0
     )
-    if record is None or args.json:
-        return 0 if record is None else record.exit_code
+    if record is None:
+        return 0
+    if args.json:
+        err.print(where_ranks_ran(record), highlight=False, markup=False)
+        return record.exit_code
     what = (
         f"volume {args.volume}"
         if args.volume
         else ("file per process" if args.file_per_proc else "shared file")
     )
     title = (
-        f"ior — {job.nprocs} ranks, {what}, -b {resolved['block']} -t {resolved['transfer']} "
-        f"-s {resolved['segments']}, cache {resolved['cache']}"
+        f"ior — {count(job.nprocs, 'rank')}, {what}, -b {resolved['block']} "
+        f"-t {resolved['transfer']} -s {resolved['segments']}, cache {resolved['cache']}"
     )
     print_table(title, [dict(row) for row in record.rows])
     m = record.metrics
@@ -160,5 +166,7 @@ def handle(args: argparse.Namespace) -> int:
         out.print(
             f"bytes read on the reader's own host: {m['local_fraction']:.0%}", highlight=False
         )
+    sys.stdout.flush()
+    err.print(where_ranks_ran(record), highlight=False, markup=False)
     record_footer(record)
     return record.exit_code

@@ -13,7 +13,7 @@ cluster launcher), the timeout.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +100,8 @@ def make_job(app: str, params: dict[str, Any], opts: LaunchOptions, engine: str 
             f"{hosts_path} lists hosts of cluster {cluster['name']}, which start with the "
             f"cluster launcher, not {launcher}"
         )
+    if opts.layout is None and not opts.placement and one_rank_per_host(app, hosts, nprocs):
+        hosts = tuple(replace(h, slots=1) for h in hosts[:nprocs])
     instance = _instance(opts, layout, hosts)
     return Job(
         app=app,
@@ -120,6 +122,19 @@ def make_job(app: str, params: dict[str, Any], opts: LaunchOptions, engine: str 
         cluster=cluster,
         instance=instance,
     )
+
+
+def one_rank_per_host(app: str, hosts: tuple[Host, ...], nprocs: int) -> bool:
+    """Whether a point-to-point benchmark over a hosts file gets one rank per host, as OSU and
+    IMB users run them: filling the first host's slots would measure its shared memory, not the
+    link between hosts. Only when --layout does not say otherwise and the hosts file's first
+    `nprocs` entries are distinct hosts; the job then lists those hosts with one slot each (no
+    layout: an implied one would bind ranks, all to core 0 on an emulated cluster's hosts)."""
+    from ..bench.params import P2P
+
+    if not app.startswith("bench.") or app[len("bench.") :] not in P2P or nprocs < 2:
+        return False
+    return len({h.name for h in hosts[:nprocs]}) == nprocs
 
 
 def _instance(opts: LaunchOptions, layout: Layout, hosts: tuple[Host, ...]) -> dict | None:
