@@ -53,10 +53,14 @@ def campaign_record(
     scale: float = 1.0,
     instance: dict[str, Any] | None = None,
     status: str = "ok",
+    load: float = 0.25,
 ) -> dict[str, Any]:
     """A copy of a real record as one (cell, repetition) of a campaign: its time is `total_s`,
-    its rates and latencies the template's scaled by `scale` (rates divided, times multiplied)."""
+    its rates and latencies the template's scaled by `scale` (rates divided, times multiplied),
+    its load average `load` before and after (quiet unless said: the template's is the machine's
+    when the suite made it)."""
     r = copy.deepcopy(template)
+    r.setdefault("provenance", {})["load"] = {"before": [load] * 3, "after": [load] * 3}
     when = dt.datetime.now(dt.UTC)
     r["id"] = new_id(r["app"], when)
     r["started_at"] = when.isoformat(timespec="seconds")

@@ -391,3 +391,53 @@ def test_bad_input_is_one_line(campaign, args, needle):
     r = run_cli(*base, *args)
     assert_one_line_error(r, needle)
     assert r.returncode == 2
+
+
+# ---- cells not to trust --------------------------------------------------------------------------
+
+
+def _loaded(i, env, value, load, cores=2):
+    return _rec(i, env, value, host={"cores": cores},
+                provenance={"load": {"before": [load] * 3, "after": [0.1] * 3}})  # fmt: skip
+
+
+def test_runs_under_load_and_intervals_wider_than_the_effect_are_marked():
+    """A run is under load when the load average before or after it exceeded its host's cores;
+    a ratio's interval is too wide when it is wider than |ratio - 1| ([0.065, 7.675] around 1.2
+    says nothing)."""
+    quiet = [_loaded(i, "native", v, 0.3) for i, v in enumerate([1.0, 1.01, 0.99, 1.0])]
+    busy = [_loaded(10 + i, "busy", v, 5.0) for i, v in enumerate([2.0, 2.02, 1.98])]
+    busy.append(_loaded(13, "busy", 2.0, 1.5))  # 1.5 on 2 cores: not overloaded
+    noisy = [_loaded(20 + i, "noisy", v, 0.3) for i, v in enumerate([0.2, 1.0, 1.3, 4.0])]
+    (w,) = cmp.compare(quiet + busy + noisy, parse_metric("total_s"), ["env"],
+                       baseline={"env": "native"}).workloads  # fmt: skip
+    g = {label: grp for grp in w.groups for label in [grp.key[0]]}
+    assert g["busy"].under_load == 3 and g["native"].under_load == 0
+    assert g["busy"].ratio == pytest.approx(2.0) and not g["busy"].ci_wider_than_effect
+    assert g["noisy"].ci_wider_than_effect and g["noisy"].under_load == 0
+    assert g["native"].caveats() == [] and g["busy"].caveats() == ["load 3/4"]
+    assert g["noisy"].caveats() == ["CI > effect"]
+    data = cmp.group_json(g["busy"], ["env"])
+    assert data["runs_under_load"] == 3 and data["ci_wider_than_effect"] is False
+    # a record without a load average or cores is not marked
+    assert not cmp.Group("w", ("x",), [_rec(1, "x", 1.0)], np.array([1.0])).under_load
+
+
+def test_compare_marks_the_cells_not_to_trust(real_templates, tmp_path):
+    results = tmp_path / "results"
+    recs = []
+    for rep in range(4):
+        for env, t, load in (("native", 1.0, 0.2), ("vm-net", 3.0, 9.0)):
+            recs.append(campaign_record(real_templates["ep"], campaign="busy", workload="ep",
+                                        cell={"env": env}, repetition=rep, load=load,
+                                        total_s=t * (1 + 0.01 * rep)))  # fmt: skip
+    write(results, recs)
+    r = run_cli("results", "compare", "--results", str(results), "--campaign", "busy",
+                "--by", "env")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    vm = next(ln for ln in r.stdout.splitlines() if "vm-net" in ln)
+    assert "load 4/4" in vm and "caveat" in r.stdout
+    assert "note: load k/n: k of the group's n runs were taken while the load average" in r.stdout
+    quiet = run_cli("results", "compare", "--results", str(results), "--campaign", "busy",
+                    "--by", "env", "--env", "native")  # fmt: skip
+    assert "caveat" not in quiet.stdout and "load k/n" not in quiet.stdout

@@ -141,7 +141,7 @@ def shell(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "CLOUDHPC_CLUSTERS")}
     env["TMPDIR"] = str(tmp_path_factory.mktemp("readme-tmp"))  # the tour's `mktemp -d`
     env["PATH"] = ":".join(p for p in env.get("PATH", "").split(":") if p != str(VENV / "bin"))
-    env["CLOUDHPC_CLUSTERS"] = str(scratch / "clusters")
+    env["CLOUDHPC_CLUSTERS"] = str(tmp_path_factory.mktemp("readme-clusters"))
     # the README's one-node Slurm at a fixed place: one left by a killed suite is found there
     env["CLOUDHPC_SLURM"] = SLURM_DIR
     env["COLUMNS"] = "160"

@@ -255,6 +255,30 @@ def test_a_metric_one_workload_lacks(campaign, tmp_path):
     assert "Mop/s total" in html and "Mop/$" in html  # performance per dollar of a rate
 
 
+def test_cells_taken_under_load_are_marked(real_templates, tmp_path):
+    """vm-net's runs taken at load 9 on the host's cores: its comparison row says so and the
+    note under the table says what it means; the quiet campaign's table has no such column."""
+    results = tmp_path / "results"
+    recs = [
+        campaign_record(real_templates["ep"], campaign="busy", workload="ep",
+                        cell={"env": env}, repetition=rep, total_s=t * (1 + 0.01 * rep),
+                        load=load)
+        for rep in range(3)
+        for env, t, load in (("native", 1.0, 0.2), ("vm-net", 2.0, 9.0))
+    ]  # fmt: skip
+    write(results, recs)
+    out = tmp_path / "busy.html"
+    r = run_cli("report", "--campaign", "busy", "--results", str(results), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    html = out.read_text()
+    table = html[html.index('<table class="comparison">') :]
+    table = table[: table.index("</table>")]
+    assert "<th>caveat</th>" in table
+    vm = next(row for row in table.split("<tr>") if "vm-net" in row)
+    assert "<td>load 3/3</td>" in vm
+    assert "Load k/n: k of the group&#x27;s n runs were taken while the load average" in html
+
+
 CAMPAIGN = """\
 name = "e2e"
 repetitions = 2

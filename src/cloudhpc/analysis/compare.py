@@ -15,6 +15,10 @@ The gate (ReFrame's references, with uncertainty): with a tolerance t, a group r
 whole interval lies beyond the tolerance on the bad side: ratio CI low > 1 + t for a metric where
 lower is better (time, latency), CI high < 1 - t where higher is better (Mop/s, bandwidth). A
 group or baseline of fewer than 2 runs has no interval and is not judged (said so).
+
+Two marks say when not to trust a cell: runs taken while the load average exceeded their host's
+cores (loadavg.under_load: their times include waiting for a CPU), and an interval wider than the
+effect it brackets (|ratio - 1|: the runs cannot tell the difference from noise).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import loadavg
 from ..errors import CloudhpcError
 from ..results.record import Record, as_record
 from .fields import MISSING, Metric, label, matches, sort_key, workload
@@ -77,6 +82,28 @@ class Group:
 
     def label(self, by: Sequence[str]) -> str:
         return ",".join(f"{b}={label(v)}" for b, v in zip(by, self.key, strict=True)) or "all"
+
+    @property
+    def under_load(self) -> int:
+        """How many of its runs were taken while the load exceeded their host's cores."""
+        return sum(1 for r in self.records if loadavg.under_load(r))
+
+    @property
+    def ci_wider_than_effect(self) -> bool:
+        """Whether the ratio's 95 % interval is wider than the effect it brackets (|ratio - 1|):
+        these runs cannot tell the difference from noise ([0.065, 7.675] around 1.2)."""
+        if self.is_baseline or self.ci is None or self.ratio is None:
+            return False
+        return self.ci[1] - self.ci[0] > abs(self.ratio - 1)
+
+    def caveats(self) -> list[str]:
+        """Short marks for a table cell: runs under load, an interval wider than the effect."""
+        marks = []
+        if self.under_load:
+            marks.append(f"load {self.under_load}/{self.n}")
+        if self.ci_wider_than_effect:
+            marks.append("CI > effect")
+        return marks
 
 
 @dataclass
@@ -264,6 +291,23 @@ def _mixed_cells(records: list[Record], by: Sequence[str]) -> dict[str, list[str
     return {k: sorted(v) for k, v in seen.items() if len(v) > 1}
 
 
+def caveat_notes(groups: list[Group]) -> list[str]:
+    """What the caveat column's marks mean, for the marks that appear."""
+    notes = []
+    if any(g.under_load for g in groups):
+        notes.append(
+            "load k/n: k of the group's n runs were taken while the load average exceeded the "
+            "host's cores; their times include waiting for a CPU: re-run on a quiet machine"
+        )
+    if any(g.ci_wider_than_effect for g in groups):
+        notes.append(
+            "CI > effect: the 95 % interval is wider than the difference from the baseline "
+            "(|ratio - 1|); these runs cannot tell it from noise: more repetitions, a quieter "
+            "machine"
+        )
+    return notes
+
+
 def parse_tolerance(text: str) -> float:
     """`5%` or `0.05` -> 0.05."""
     t = text.strip()
@@ -325,6 +369,8 @@ def group_json(g: Group, by: Sequence[str], cost: dict[str, Any] | None = None) 
         "compared_with": g.base.label(by) if g.base is not None else None,
         "verdict": g.verdict or None,
         "mixed": g.mixed,
+        "runs_under_load": g.under_load,
+        "ci_wider_than_effect": g.ci_wider_than_effect,
         "ids": [r.id for r in g.records],
     }
     if cost:

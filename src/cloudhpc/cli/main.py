@@ -88,8 +88,19 @@ def main(argv: list[str] | None = None) -> None:
         return _internal_error(e)
     if code and state == "COMPLETED":
         state = "FAILED"
+    if state != "CANCELLED":
+        _load_warning()
     _batch_outcome(state, code, message)
     sys.exit(code)
+
+
+def _load_warning() -> None:
+    """After a command that timed something: one line when the machine was overloaded."""
+    from .. import loadavg
+
+    text = loadavg.warning()
+    if text:
+        print(f"cloudhpc: warning: {text}", file=sys.stderr)
 
 
 def _batch_outcome(state: str, code: int, message: str) -> None:

@@ -210,7 +210,11 @@ def _print_comparison(c: cmp.Comparison, costs: dict, table) -> None:
                     row[s["perf_unit"]] = s["perf_per_dollar"]
             if c.tolerance is not None or g.is_baseline:
                 row["verdict"] = g.verdict
+            row["caveat"] = ", ".join(g.caveats())
             rows.append(row)
+        if not any(r["caveat"] for r in rows):
+            for r in rows:
+                del r["caveat"]
         columns = list(dict.fromkeys(k for r in rows for k in r))
         base = c.baseline_text(w)
         print_table(
@@ -230,6 +234,7 @@ def _print_comparison(c: cmp.Comparison, costs: dict, table) -> None:
                     f"group {g.label(c.by)} pools {k}={','.join(vals)}: add {k} to --by to "
                     "compare like with like"
                 )
+        notes += cmp.caveat_notes(w.groups)
         for n in notes:
             out.print(f"  note: {n}", highlight=False, markup=False)
     out.print(f"method: {c.method}", highlight=False, markup=False)

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import loadavg
 from ..context import CONTROL_DIR_VAR, CONTROL_PREFIX, register_temporary, remove_temporaries
 from ..envs import get_environment
 from ..errors import CloudhpcError, EnvironmentFailure, RunFailed
@@ -155,6 +156,7 @@ def run_plan(
     plan: LaunchPlan, monitor: Monitor | None = None, timeout: float | None = None
 ) -> Outcome:
     """Run the plan to completion; never raises for a failed run (see Outcome)."""
+    loadavg.watch_start()  # the command line warns when the machine was overloaded
     sweep_orphaned_runs()
     with tempfile.TemporaryDirectory(prefix=CONTROL_DIR_PREFIX) as control_dir:
         _write_owner(control_dir)

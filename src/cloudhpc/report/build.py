@@ -188,12 +188,19 @@ def _comparison_table(w: cmp.Workload, c: cmp.Comparison, groups: list[str]) -> 
                 f"{_num(q1)} – {_num(q3)}",
                 _num(g.ratio) if g.ratio is not None else "-",
                 "baseline" if g.is_baseline else ci,
+                ", ".join(g.caveats()),
             ]
         )
     base = c.baseline_text(w)
     better = "higher" if c.metric.higher_is_better else "lower"
-    head = [*groups, "P", "n", "median", "IQR (q1 – q3)", "ratio", "95 % CI"]
+    head = [*groups, "P", "n", "median", "IQR (q1 – q3)", "ratio", "95 % CI", "caveat"]
     note = f"{c.metric.label}, {better} is better. Baseline: {base}. Method: {c.method}."
+    marks = cmp.caveat_notes(w.groups)
+    if marks:
+        note += " " + " ".join(f"{m[0].upper()}{m[1:]}." for m in marks)
+    else:
+        head.pop()
+        rows = [row[:-1] for row in rows]
     return _table("Comparison", head, rows, note, cls="comparison")
 
 
