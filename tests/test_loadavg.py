@@ -57,3 +57,16 @@ def test_the_watch_takes_the_first_runs_start_and_the_end(monkeypatch):
     assert loadavg.warning() is None  # reset: nothing ran since
     loadavg.watch_start()
     assert loadavg.warning() is None  # 0.2 at both ends: quiet
+
+
+def test_a_failed_command_keeps_its_one_line(monkeypatch, capsys, tmp_path):
+    """Bad input found by the ranks after the run started (a FASTQ record without its '+'
+    line): its one line and exit 2, no warning under it."""
+    fq = tmp_path / "bad.fq"
+    fq.write_text("@r1\nACGT\n+\nIIII\n@r2\nACGT\nx\nIIII\n")
+    out, res = str(tmp_path / "out"), str(tmp_path / "res")
+    code, err = _cli(monkeypatch, capsys, CORES + 3.0, "run", "assemble", str(fq), "--k", "3",
+                     "--out", out, "--results", res)  # fmt: skip
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and "'+'" in lines[0] and WARNING not in err, err
+    assert loadavg.warning() is None  # a run had started; the watch was reset all the same

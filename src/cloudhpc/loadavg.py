@@ -7,8 +7,8 @@ before and after it (`provenance.load`); this module says what that means:
 
 - `watch_start()` is called as a run starts (launch.runner.run_plan, for every command that times
   something: run, bench, npb, profile, campaign, predict's curves, demo); the command line calls
-  `warning()` as the command ends and prints it: one line naming the load average when it
-  exceeded the machine's cores at the first run's start or at the end;
+  `warning()` as a command that succeeded ends and prints it: one line naming the load average
+  when it exceeded the machine's cores at the first run's start or at the end;
 - `under_load(record)` says whether a recorded run was taken so (results compare and the report
   mark those cells).
 """

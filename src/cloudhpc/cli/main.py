@@ -88,18 +88,17 @@ def main(argv: list[str] | None = None) -> None:
         return _internal_error(e)
     if code and state == "COMPLETED":
         state = "FAILED"
-    if state != "CANCELLED":
-        _load_warning()
+    _load_warning(code == 0)  # a failed command's one line stays one line: no timings to doubt
     _batch_outcome(state, code, message)
     sys.exit(code)
 
 
-def _load_warning() -> None:
+def _load_warning(show: bool) -> None:
     """After a command that timed something: one line when the machine was overloaded."""
     from .. import loadavg
 
-    text = loadavg.warning()
-    if text:
+    text = loadavg.warning()  # read (and reset) the watch in any case
+    if text and show:
         print(f"cloudhpc: warning: {text}", file=sys.stderr)
 
 
