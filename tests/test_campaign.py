@@ -325,7 +325,9 @@ nprocs = [2]
     assert "all 1 runs are recorded" in r.stderr and len(_records(results)) == 1
     r = run_cli("campaign", "run", str(path), "--results", str(results), "--fresh")
     assert r.returncode == 0, r.stderr
-    assert "1 records of earlier runs" in r.stderr and "warning" not in r.stderr
+    assert "1 records of earlier runs" in r.stderr
+    # no warning but the machine's load (loadavg.py: the suite may load this machine)
+    assert not [ln for ln in r.stderr.splitlines() if "warning" in ln and "load average" not in ln]
     records = _records(results)
     assert len(records) == 2
     runs = {x["campaign"]["run"] for x in records}
