@@ -153,7 +153,7 @@ def test_hosts_files_of_clusters_and_of_real_machines(tmp_path, monkeypatch):
         "-launcher",
         "ssh",
         "-hosts",
-        "node1:2,node2:2",
+        "node1:1,node2:1",  # a point-to-point benchmark: one rank on each host
     ]
     r = run_cli("bench", "pingpong", "--hosts", str(tmp_path / "c.hosts"), "--launcher",
                 "local", env=env)  # fmt: skip

@@ -24,6 +24,7 @@ def _cli(monkeypatch, capsys, load: float, *argv: str) -> tuple[int, str]:
 
 
 def test_a_timed_command_under_load_warns_in_one_line(monkeypatch, capsys, tmp_path):
+    loadavg.watch_start()  # a run noted before the command (an earlier test's, in-process)
     busy = CORES + 3.5
     results = str(tmp_path / "res")
     bench = ("bench", "pingpong", "-n", "2", "--sizes", "0", "--iters", "5", "--results", results)

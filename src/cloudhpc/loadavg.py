@@ -46,6 +46,12 @@ def watch_start() -> None:
         _started, _watching = load_1min(), True
 
 
+def reset() -> None:
+    """Forget any run noted so far (a command line starts afresh)."""
+    global _started, _watching
+    _started, _watching = None, False
+
+
 def warning() -> str | None:
     """One line when the load at the first run's start or now exceeds the machine's cores; None
     when no run started or the machine was not overloaded. Resets the watch."""

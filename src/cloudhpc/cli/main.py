@@ -58,6 +58,9 @@ def build_parser(argv: list[str] | None = None) -> Parser:
 
 def main(argv: list[str] | None = None) -> None:
     signals.install()
+    from .. import loadavg
+
+    loadavg.reset()  # runs noted before this command (a caller's own, in-process) are not its
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     state, message = "COMPLETED", ""
