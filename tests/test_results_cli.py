@@ -138,13 +138,15 @@ def test_oversubscribed_ranks_get_one_warning(results):
     args = ["run", "wave", "--points", "200", "--steps", "2", "--results", str(results)]
     r = run_cli(*args, "-n", str(cores + 2), "--oversubscribe")
     assert r.returncode == 0, r.stderr
-    warnings = [ln for ln in r.stderr.splitlines() if ln.startswith("cloudhpc: warning")]
+    # (the machine's load average may be worth a warning of its own: loadavg.py)
+    warnings = [ln for ln in r.stderr.splitlines()
+                if ln.startswith("cloudhpc: warning") and "load average" not in ln]  # fmt: skip
     assert warnings == [
         f"cloudhpc: warning: {cores + 2} ranks on {cores} cores: oversubscribed, so ranks take "
         "turns on them and the times measured include the waiting"
     ]
     r = run_cli(*args, "-n", "1")
-    assert r.returncode == 0 and "warning" not in r.stderr
+    assert r.returncode == 0 and "oversubscribed" not in r.stderr
 
 
 def test_bench_bw_says_a_repetition_is_a_window(results):
