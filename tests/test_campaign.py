@@ -429,7 +429,30 @@ BAD = [
         4,
         "runs 5 jobs; a workload is one run",
     ),
+    (
+        HEADER + PP + 'metric = "latency_us@x"\n[matrix]\nenv = ["native"]\n',
+        5,
+        "[[workload]] 1 metric: 'latency_us@x': 'x' is not a message size",
+    ),
+    (
+        HEADER + PP + "metric = 8\n[matrix]\nenv = ['native']\n",
+        5,
+        "[[workload]] 1 metric: a metric",
+    ),
 ]
+
+
+def test_a_workload_names_its_figure_of_merit_and_its_runs_record_it(tmp_path):
+    """`metric = "latency_us@8"` in a [[workload]] table: checked as `results compare --metric`
+    reads it, and carried in each of its runs' records (campaign.metric) for the report."""
+    path = _write(
+        tmp_path, HEADER + PP + 'metric = "latency_us@8"\n' + EP + "[matrix]\nenv = ['native']\n"
+    )
+    c = read_campaign(path)
+    assert [(w.name, w.metric) for w in c.workloads] == [("pp", "latency_us@8"), ("ep", None)]
+    plan = plan_campaign(c, CliReader(), str(tmp_path / "r"))
+    marks = {p.workload: annotation(plan, p, "run1")["campaign"] for p in plan.runs}
+    assert marks["pp"]["metric"] == "latency_us@8" and "metric" not in marks["ep"]
 
 
 @pytest.mark.parametrize("text,line,needle", BAD, ids=[f"bad{i}" for i in range(len(BAD))])

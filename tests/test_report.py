@@ -1,5 +1,7 @@
 """`cloudhpc report`: one self-contained HTML file, opened in headless Chromium (Debian's, driven
-by selenium): one chart per workload with every run plotted, no console error, no request."""
+by selenium): per workload a chart for each of its figures of merit (ping-pong: latency and
+bandwidth; NPB: Mop/s) with every run plotted and a title on every axis, sections anchored by
+the workload's name, no console error, no request."""
 
 from __future__ import annotations
 
@@ -109,6 +111,70 @@ def _points(browser, chart: str, subplot: str) -> int:
     )
 
 
+def _row(r: dict, size: int, column: str) -> float:
+    return next(row[column] for row in r["rows"] if row["bytes"] == size)
+
+
+def test_each_workload_is_charted_in_its_figures_of_merit(shown, campaign):
+    """Ping-pong as its latency at its smallest size (0 B) and its bandwidth at its largest
+    (64 B), NPB's EP as Mop/s: the plotted values are those of the records."""
+    browser = shown
+    _, recs = campaign
+    charts = browser.js(
+        "return [...document.querySelectorAll('section.workload')].map(s => [s.id, "
+        "[...s.querySelectorAll('div.chart')].map(d => [d.dataset.metric, "
+        "d.querySelector('.js-plotly-plot').id])])"
+    )
+    assert [(anchor, [m for m, _ in figs]) for anchor, figs in charts] == [
+        ("ep", ["mops"]),
+        ("pingpong", ["latency_us@0", "bandwidth_MBs@64"]),
+    ]
+    ok = [r for r in recs if r["status"] == "ok"]
+    ping = [r for r in ok if r["campaign"]["workload"] == "pingpong"]
+    for (metric, chart), read in zip(
+        charts[1][1],
+        (lambda r: _row(r, 0, "t_usec"), lambda r: _row(r, 64, "mbytes_per_sec")),
+        strict=True,
+    ):
+        plotted = browser.js(
+            "return document.getElementById(arguments[0]).data.filter(t => t.type === 'box')"
+            ".flatMap(t => t.customdata.map((c, i) => [c[0], t.y[i]]))",
+            chart,
+        )
+        assert sorted(plotted) == sorted([r["id"], read(r)] for r in ping), metric
+    ep_chart = charts[0][1][0][1]
+    plotted = browser.js(
+        "return document.getElementById(arguments[0]).data.filter(t => t.mode === 'markers')"
+        ".flatMap(t => t.customdata.map((c, i) => [c[0], t.y[i]]))",
+        ep_chart,
+    )
+    ep = [r for r in ok if r["campaign"]["workload"] == "ep"]
+    assert sorted(plotted) == sorted([r["id"], r["metrics"]["mops_total"]] for r in ep)
+    # the table of contents links to the anchors named after the workloads
+    links = browser.js("return [...document.querySelectorAll('nav a')].map(a => a.hash)")
+    assert links == ["#ep", "#pingpong"]
+
+
+def test_every_axis_has_a_title(shown):
+    """Both axes of every panel, in the figures (layout) and drawn on the page (SVG text)."""
+    browser = shown
+    titles = browser.js(
+        "return [...document.querySelectorAll('.js-plotly-plot')].map(d => [d.id, "
+        "Object.keys(d.layout).filter(k => /^[xy]axis\\d*$/.test(k)).sort()"
+        ".map(k => [k, (d.layout[k].title || {}).text || '']), "
+        "d.querySelectorAll('g.g-xtitle text, g.g-x2title text, g.g-x3title text').length, "
+        "d.querySelectorAll('g.g-ytitle text, g.g-y2title text, g.g-y3title text').length])"
+    )
+    assert len(titles) == 3
+    for chart, axes, drawn_x, drawn_y in titles:
+        assert axes and all(text for _, text in axes), (chart, axes)
+        assert drawn_x == drawn_y == len(axes) // 2, (chart, axes, drawn_x, drawn_y)
+    ping = dict(next(axes for c, axes, *_ in titles if c == "chart-1"))
+    assert ping == {"xaxis": "env", "yaxis": "latency (µs) at 0 B"}
+    ep = dict(titles[0][1])
+    assert ep["xaxis"] == "P (processes)" and ep["yaxis"] == "Mop/s total"
+
+
 def test_one_chart_per_workload_with_every_run(shown, campaign):
     browser = shown
     _, recs = campaign
@@ -117,8 +183,8 @@ def test_one_chart_per_workload_with_every_run(shown, campaign):
         "[s.dataset.workload, s.querySelectorAll('.js-plotly-plot').length, "
         "s.querySelector('.js-plotly-plot').id])"
     )
-    assert [(w, n) for w, n, _ in sections] == [("ep", 1), ("pingpong", 1)]
-    assert browser.js("return document.querySelectorAll('.js-plotly-plot').length") == 2
+    assert [(w, n) for w, n, _ in sections] == [("ep", 1), ("pingpong", 2)]
+    assert browser.js("return document.querySelectorAll('.js-plotly-plot').length") == 3
     ep_chart, ping_chart = (c for _, _, c in sections)
     ok = [r for r in recs if r["status"] == "ok"]
     ep = [r for r in ok if r["campaign"]["workload"] == "ep"]
@@ -129,28 +195,31 @@ def test_one_chart_per_workload_with_every_run(shown, campaign):
     assert _points(browser, ep_chart, "x3y3") == 4
     # one P only: a box per environment with every run as a point
     assert _points(browser, ping_chart, "xy") == len(ping) == 4
-    # the plotted values are the records' times (the median lines and boxes aside)
-    plotted = browser.js(
-        "return document.getElementById(arguments[0]).data.filter(t => t.mode === 'markers')"
-        ".flatMap(t => t.customdata.map((c, i) => [c[0], t.y[i]]))",
-        ep_chart,
-    )
-    assert sorted(plotted) == sorted([r["id"], r["timings"]["total_s"]] for r in ep)
 
 
-def test_speedup_and_overhead_are_formula_12_1(shown):
+def test_speedup_and_overhead_are_formula_12_1(shown, campaign):
+    """From EP's Mop/s (a rate: T ~ 1 / rate), medians over the repetitions."""
     browser = shown
+    _, recs = campaign
     traces = browser.js(
         "return document.getElementById('chart-0').data.filter(t => t.mode === 'lines+markers')"
         ".map(t => [t.name, t.x, t.y])"
     )
     got = {name: dict(zip(x, y, strict=True)) for name, x, y in traces}
     for env in ("native", "vm-net"):
-        t1 = sorted([EP_TIMES[env, 1], EP_TIMES[env, 1] * 1.01])
-        t2 = sorted([EP_TIMES[env, 2], EP_TIMES[env, 2] * 1.01])
-        m1, m2 = sum(t1) / 2, sum(t2) / 2
-        assert got[f"env={env} speedup"][2] == pytest.approx(m1 / m2)
-        assert got[f"env={env} parallel_overhead"][2] == pytest.approx((2 * m2 - m1) / m1)
+        mops = {
+            p: sorted(
+                r["metrics"]["mops_total"]
+                for r in recs
+                if r["status"] == "ok"
+                and r["campaign"]["workload"] == "ep"
+                and r["campaign"]["cell"] == {"nprocs": p, "env": env}
+            )  # fmt: skip
+            for p in (1, 2)
+        }
+        t1, t2 = (1 / (sum(mops[p]) / 2) for p in (1, 2))
+        assert got[f"env={env} speedup"][2] == pytest.approx(t1 / t2)
+        assert got[f"env={env} parallel_overhead"][2] == pytest.approx((2 * t2 - t1) / t1)
 
 
 def test_no_console_error_and_no_request(page):
@@ -175,12 +244,12 @@ def test_the_request_and_error_detectors_can_fail(browser, tmp_path):
 def test_tables_cost_and_provenance(shown, campaign):
     browser = shown
     _, recs = campaign
-    text = browser.js("return document.querySelector('#w0').innerText")
+    text = browser.js("return document.querySelector('#ep').innerText")
     assert "Comparison" in text and "95 % CI" in text and "baseline" in text
     assert re.search(r"\[\d\.\d+, \d\.\d+\]", text)
-    # each environment against native at the same P
+    # each environment against native at the same P, in Mop/s (EP's figure of merit)
     assert "Baseline: env=native at the same nprocs" in text
-    assert f"{EP_TIMES['vm-net', 2] / EP_TIMES['native', 2]:.4g}" in text
+    assert f"{EP_TIMES['native', 2] / EP_TIMES['vm-net', 2]:.4g}" in text
     # $ per run from the shipped table: c5n.18xlarge at $3.888/h
     assert "c5n.18xlarge x1" in text and "cost to solution" in text
     median = (2.0 + 2.0 * 1.01) / 2
@@ -198,7 +267,7 @@ def test_tables_cost_and_provenance(shown, campaign):
 
 def test_the_file_holds_everything(report):
     html = report.read_text()
-    assert html.count("<script") == 4  # plotly.js, a chart each, the data
+    assert html.count("<script") == 5  # plotly.js, a chart each (3), the data
     assert not re.search(r"<(script|link|img|iframe)[^>]+(src|href)=", html)
     assert "@import" not in html and "@font-face" not in html
 
@@ -250,9 +319,32 @@ def test_a_metric_one_workload_lacks(campaign, tmp_path):
     )
     assert r.returncode == 0, r.stderr
     html = out.read_text()
-    assert html.count('<div class="chart"') == 1 and 'data-workload="ep"' in html
-    assert "pingpong: none of its 4 run(s) has mops; no chart." in html
+    # ep in --metric mops; pingpong, which has none, in its own figures of merit, said so
+    assert re.findall(r'data-metric="([^"]+)"', html) == [
+        "mops",
+        "latency_us@0",
+        "bandwidth_MBs@64",
+    ]
+    assert (
+        "pingpong has no mops: charted in its own figure(s) of merit, latency (µs) at 0 B, "
+        "bandwidth (MB/s) at 64 B." in html
+    )
     assert "Mop/s total" in html and "Mop/$" in html  # performance per dollar of a rate
+
+
+def test_a_campaigns_own_metric_wins(campaign, tmp_path):
+    """A workload's `metric` in the campaign file (recorded as campaign.metric): its one chart."""
+    results, recs = campaign
+    own = tmp_path / "own"
+    for r in recs:
+        if r["campaign"]["workload"] == "pingpong":
+            write(own, [{**r, "campaign": {**r["campaign"], "metric": "latency_us@8"}}])
+    out = tmp_path / "own.html"
+    r = run_cli("report", "--campaign", "rep", "--results", str(own), "--out", str(out))
+    assert r.returncode == 0, r.stderr
+    html = out.read_text()
+    assert re.findall(r'data-metric="([^"]+)"', html) == ["latency_us@8"]
+    assert 'id="pingpong"' in html and "latency (µs) at 8 B" in html
 
 
 def test_cells_taken_under_load_are_marked(real_templates, tmp_path):
@@ -329,7 +421,7 @@ def test_a_real_campaign_compared_priced_and_reported(browser, tmp_path):
         " s.querySelectorAll('.js-plotly-plot').length,"
         " s.querySelectorAll('.js-plotly-plot g.subplot.xy path.point').length])"
     )
-    assert charts == [["ep", 1, 4], ["pingpong", 1, 4]]
+    assert charts == [["ep", 1, 4], ["pingpong", 2, 8]]  # Mop/s; latency and bandwidth
     text = browser.js("return document.body.innerText")
-    assert "c5n.18xlarge x2" in text and "cost to solution" in text and "runs/$" in text
+    assert "c5n.18xlarge x2" in text and "cost to solution" in text and "Mop/$" in text
     assert browser.js("return document.querySelectorAll('details.run').length") == 8

@@ -50,18 +50,20 @@ class LocalRunner:
 
 def annotation(plan: CampaignPlan, planned: PlannedRun, run_id: str) -> dict[str, Any]:
     """The record's `campaign` field."""
-    return {
-        "campaign": {
-            "name": plan.campaign.name,
-            "cell": dict(planned.cell),
-            "workload": planned.workload,
-            "repetition": planned.repetition,
-            "run": run_id,
-            # the workload's command as the file gave it: a record made with another one is
-            # told apart on resume (changed_commands)
-            "command": command_of(plan, planned.workload),
-        }
+    field = {
+        "name": plan.campaign.name,
+        "cell": dict(planned.cell),
+        "workload": planned.workload,
+        "repetition": planned.repetition,
+        "run": run_id,
+        # the workload's command as the file gave it: a record made with another one is
+        # told apart on resume (changed_commands)
+        "command": command_of(plan, planned.workload),
     }
+    metric = next((w.metric for w in plan.campaign.workloads if w.name == planned.workload), None)
+    if metric:  # the figure of merit the file names for it: reports chart it in this
+        field["metric"] = metric
+    return {"campaign": field}
 
 
 def command_of(plan: CampaignPlan, workload: str) -> str | None:

@@ -5,6 +5,7 @@
     [[workload]]
     name = "kmeans"
     command = "run kmeans --generate --n 200000 --k 8 --iterations 10"
+    metric = "total_s"            # optional: its figure of merit (analysis/merit.py otherwise)
     [matrix]
     nprocs = [1, 2]
     env = ["native", "vm-net"]
@@ -26,7 +27,7 @@ from typing import Any
 from ..errors import CloudhpcError
 
 TOP_KEYS = ("name", "description", "repetitions", "workload", "matrix", "exclude")
-WORKLOAD_KEYS = ("name", "command")
+WORKLOAD_KEYS = ("name", "command", "metric")
 Scalar = str | int | float | bool
 
 
@@ -39,6 +40,9 @@ class Workload:
     name: str
     command: str
     index: int  # its place among the file's [[workload]] tables
+    # the figure of merit reports chart it in (`metric = "latency_us@8"`, as `results compare
+    # --metric` reads it); None: the workload's own (analysis/merit.py)
+    metric: str | None = None
 
 
 @dataclass(frozen=True)
@@ -195,7 +199,12 @@ def _workloads(c: Campaign, tables: Any) -> tuple[Workload, ...]:
     for i, t in enumerate(tables):
         for key in t:
             if key not in WORKLOAD_KEYS:
-                raise c.error("unknown key (a workload has name and command)", "workload", key, i)
+                raise c.error(
+                    "unknown key (a workload has name, command and optionally metric)",
+                    "workload",
+                    key,
+                    i,
+                )
         name, command = t.get("name"), t.get("command")
         if not isinstance(name, str) or not name.strip():
             raise c.error("give the workload a name (a non-empty string)", "workload", "name", i)
@@ -206,8 +215,28 @@ def _workloads(c: Campaign, tables: Any) -> tuple[Workload, ...]:
                 "give the command, as you would type it after `cloudhpc`", "workload", "command", i
             )
         names.add(name)
-        found.append(Workload(name, command.strip(), i))
+        found.append(Workload(name, command.strip(), i, _metric(c, t.get("metric"), i)))
     return tuple(found)
+
+
+def _metric(c: Campaign, value: Any, i: int) -> str | None:
+    """A workload's `metric`, checked as `results compare --metric` reads it."""
+    if value is None:
+        return None
+    from ..analysis.fields import parse_metric
+
+    if not isinstance(value, str) or not value.strip():
+        raise c.error(
+            'a metric as `results compare --metric` takes it ("latency_us@8", "mops", '
+            '"total_s", "bandwidth_MBs@1M")',
+            "workload",
+            "metric",
+            i,
+        )
+    try:
+        return parse_metric(value).name
+    except CloudhpcError as e:
+        raise c.error(str(e).replace("--metric ", ""), "workload", "metric", i) from None
 
 
 def _matrix(c: Campaign, table: Any) -> dict[str, tuple[Scalar, ...]]:

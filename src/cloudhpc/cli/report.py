@@ -25,7 +25,10 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         "report",
         "one self-contained HTML report of a campaign or of some runs",
         "Write one HTML file that opens offline (plotly.js, style and data inlined; the page "
-        "requests nothing). Per workload: a chart of the metric against P for each series "
+        "requests nothing). Per workload, for each of its figures of merit (a point-to-point "
+        "benchmark's latency at its smallest size and bandwidth at its largest, a collective's "
+        "time per call, NPB's Mop/s, IOR's bandwidth, else the time inside the job; a campaign "
+        "workload's own `metric`; or --metric): a chart against P for each series "
         "(environment, MPI, engine, or the campaign's axes) with every run as a point and the "
         "median as a line, speedup and parallel overhead (seed 000, formula 12.1) beside it; "
         "the scaling and comparison tables (ratio to the baseline with 95 % bootstrap "
@@ -41,7 +44,11 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p.add_argument("--since", help="runs started since (ISO time, or an age: 2h, 7d)")
     p.add_argument("--out", required=True, metavar="FILE", help="the HTML file to write")
     p.add_argument("--results", default=DEFAULT_RESULTS, metavar="DIR", help="results directory")
-    p.add_argument("--metric", default="total_s", help=METRIC_HELP)
+    p.add_argument(
+        "--metric",
+        help=METRIC_HELP + "; default: each workload's figures of merit (a workload without "
+        "--metric's number keeps its own)",
+    )
     p.add_argument(
         "--better",
         choices=("lower", "higher"),
@@ -73,7 +80,9 @@ def handle(args: argparse.Namespace) -> int:
         raise CloudhpcError(
             "give --campaign NAME (or --app, --env, --mpi, --since) or record ids (one of them)"
         )
-    metric = parse_metric(args.metric, args.better)
+    if args.better and not args.metric:
+        raise CloudhpcError("--better says which way is better for --metric; give --metric too")
+    metric = parse_metric(args.metric, args.better) if args.metric else None
     by = parse_fields(args.by) if args.by else None
     baseline = parse_filter(args.baseline) if args.baseline else None
     if args.nodes is not None and (args.nodes < 1 or not args.instance):

@@ -1,6 +1,8 @@
-"""Records -> one self-contained HTML page: per workload a chart (metric vs P per series with
-every run, speedup, parallel overhead), the comparison table with confidence intervals, cost when
-the runs' instances are known, and the provenance of every run.
+"""Records -> one self-contained HTML page: per workload a chart for each of its figures of merit
+(analysis/merit.py: a ping-pong's latency and bandwidth, NPB's Mop/s, ...; or --metric) against P
+per series with every run, speedup, parallel overhead, the comparison table with confidence
+intervals, cost when the runs' instances are known, and the provenance of every run. Each
+workload's section is anchored by its name (`report.html#pingpong`).
 
 Nothing is fetched when the page opens: plotly.js, the style and the data are inside the file
 (no CDN, no web font, no image by address), so it can be mailed, archived or opened offline."""
@@ -10,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import html
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +21,7 @@ from .. import __version__
 from ..analysis import compare as cmp
 from ..analysis import cost
 from ..analysis.fields import Metric, field, label, sort_key, workload
+from ..analysis.merit import figures_of_merit
 from ..analysis.metrics import scaling_table
 from ..errors import CloudhpcError
 from ..jsontext import dumps
@@ -32,7 +36,7 @@ P_FIELDS = ("nprocs", "P", "np", "cell.nprocs", "campaign.cell.nprocs")
 
 @dataclass
 class Options:
-    metric: Metric
+    metric: Metric | None = None  # None: each workload's figures of merit
     by: list[str] | None = None  # series fields (P is always the x axis)
     baseline: dict[str, str] | None = None
     prices: cost.PriceTable | None = None
@@ -63,10 +67,24 @@ def _varies(records: Sequence[Record], name: str) -> bool:
     return any(len(v) > 1 for v in seen.values())
 
 
+@dataclass
+class Figure:
+    """One figure of merit of one workload: its comparison (one workload in it)."""
+
+    metric: Metric
+    comparison: cmp.Comparison
+
+    @property
+    def workload(self) -> cmp.Workload:
+        return self.comparison.workloads[0]
+
+
 def build(records: Sequence[Record | dict[str, Any]], opts: Options) -> str:
     """The whole page as text."""
     records = [as_record(r) for r in records]
     ok = [r for r in records if r.ok]
+    if not ok:
+        raise CloudhpcError(f"none of the {len(records)} runs succeeded: nothing to chart")
     groups = series_fields(ok, opts.by)
     by = [*groups, "nprocs"]
     baseline = opts.baseline
@@ -74,25 +92,71 @@ def build(records: Sequence[Record | dict[str, Any]], opts: Options) -> str:
         # each series is compared with the first series at the same P
         first = min(ok, key=lambda r: tuple(sort_key(field(r, f)) for f in groups))
         baseline = {f: label(field(first, f)) for f in groups}
-    comparison = cmp.compare(ok, opts.metric, by, baseline, None, opts.seed, opts.boot)
-    table = opts.prices
-    if table is None and (opts.instance or any(cost.instance_of(r) for r in ok)):
-        table = cost.load_prices(None)
-    if not any(w.groups for w in comparison.workloads):
+    per_workload: dict[str, list[Record]] = {}
+    for r in ok:
+        per_workload.setdefault(workload(r), []).append(r)
+    if opts.metric is not None and not any(opts.metric.value(r) is not None for r in ok):
         raise CloudhpcError(
             f"none of the {len(ok)} successful runs has a value for --metric {opts.metric.name}"
         )
+    table = opts.prices
+    if table is None and (opts.instance or any(cost.instance_of(r) for r in ok)):
+        table = cost.load_prices(None)
     charts.require_plotly()
-    sections, data = [], []
-    for i, w in enumerate(comparison.workloads):
-        if not w.groups:
+    sections, data, toc = [], [], []
+    anchors = _anchors(sorted(per_workload))
+    for i, name in enumerate(sorted(per_workload)):
+        recs = per_workload[name]
+        metrics, note = _metrics(recs, opts.metric, name)
+        figures = [
+            Figure(m, cmp.compare(recs, m, by, baseline, None, opts.seed, opts.boot))
+            for m in metrics
+        ]
+        figures = [f for f in figures if f.workload.groups]
+        if not figures:
             sections.append(
-                f'<p class="note">{_e(w.name)}: none of its {w.skipped} run(s) has '
-                f"{_e(opts.metric.name)}; no chart.</p>"
+                f'<p class="note">{_e(name)}: none of its {len(recs)} run(s) has '
+                f"{_e(' or '.join(m.name for m in metrics))}; no chart.</p>"
             )
             continue
-        sections.append(_workload_section(i, w, comparison, groups, opts, table, data))
-    return _page(records, comparison, sections, data, opts, table)
+        toc.append((anchors[name], name))
+        sections.append(
+            _workload_section(i, anchors[name], name, figures, groups, opts, table, data, note)
+        )
+    return _page(records, toc, sections, data, opts, table)
+
+
+def _metrics(records: list[Record], asked: Metric | None, name: str) -> tuple[list[Metric], str]:
+    """The workload's metrics: --metric when its runs have it, else its figures of merit (and a
+    note saying so when --metric was asked for)."""
+    if asked is not None and any(asked.value(r) is not None for r in records):
+        return [asked], ""
+    own = figures_of_merit(records)
+    if asked is None:
+        return own, ""
+    return own, (
+        f"{name} has no {asked.name}: charted in its own figure(s) of merit, "
+        f"{', '.join(m.label for m in own)}."
+    )
+
+
+RESERVED_IDS = ("provenance", "cloudhpc-data")
+
+
+def _anchors(names: list[str]) -> dict[str, str]:
+    """An id per workload, named after it (`npb ep S` -> `npb-ep-s`), unique in the page."""
+    found: dict[str, str] = {}
+    used = set(RESERVED_IDS)
+    for name in names:
+        slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "workload"
+        if slug.startswith("chart-") or slug[0].isdigit():
+            slug = f"w-{slug}"
+        anchor, n = slug, 2
+        while anchor in used:
+            anchor, n = f"{slug}-{n}", n + 1
+        used.add(anchor)
+        found[name] = anchor
+    return found
 
 
 def _series_name(r: dict[str, Any], groups: list[str]) -> str:
@@ -101,14 +165,45 @@ def _series_name(r: dict[str, Any], groups: list[str]) -> str:
 
 def _workload_section(
     i: int,
-    w: cmp.Workload,
-    c: cmp.Comparison,
+    anchor: str,
+    name: str,
+    figures: list[Figure],
+    groups: list[str],
+    opts: Options,
+    table: cost.PriceTable | None,
+    data: list,
+    note: str,
+) -> str:
+    n_runs = max(sum(g.n for g in f.workload.groups) for f in figures)
+    parts = [
+        f'<section class="workload" id="{_e(anchor)}" data-workload="{_e(name)}" '
+        f'data-runs="{n_runs}">',
+        f'<h2><a href="#{_e(anchor)}">{_e(name)}</a></h2>',
+    ]
+    if note:
+        parts.append(f'<p class="note">{_e(note)}</p>')
+    entry: dict[str, Any] = {"workload": name, "anchor": anchor, "figures": []}
+    for j, f in enumerate(figures):
+        chart_id = f"chart-{i}" if j == 0 else f"chart-{i}-{j}"
+        # cost and performance per $ once, with the main figure
+        priced = table if j == 0 else None
+        parts.append(_figure(f, chart_id, groups, opts, priced, entry["figures"]))
+    parts.append("</section>")
+    main = entry["figures"][0]
+    data.append({**entry, "metric": main["metric"], "groups": main["groups"]})
+    return "\n".join(parts)
+
+
+def _figure(
+    f: Figure,
+    chart_id: str,
     groups: list[str],
     opts: Options,
     table: cost.PriceTable | None,
     data: list,
 ) -> str:
-    metric = opts.metric
+    """One figure of merit of a workload: its chart and its tables."""
+    w, c, metric = f.workload, f.comparison, f.metric
     series: dict[str, charts.Series] = {}
     for g in w.groups:
         for r, v in zip(g.records, g.values, strict=True):
@@ -125,13 +220,12 @@ def _workload_section(
             # a rate is inversely proportional to the time: T ~ 1 / rate
             times = {p: (1 / v if metric.higher_is_better else v) for p, v in med.items()}
             scaling[s.name] = scaling_table(times)
-    fig = charts.figure(w.name, metric, ordered, scaling)
-    chart = charts.to_div(fig, f"chart-{i}")
+    fig = charts.figure(w.name, metric, ordered, scaling, groups)
+    chart = charts.to_div(fig, chart_id)
     n_runs = sum(g.n for g in w.groups)
     parts = [
-        f'<section class="workload" id="w{i}" data-workload="{_e(w.name)}" data-runs="{n_runs}">',
-        f"<h2>{_e(w.name)}</h2>",
-        f'<div class="chart" data-points="{n_runs}">{chart}</div>',
+        f'<h3 class="metric">{_e(metric.label)}</h3>',
+        f'<div class="chart" data-points="{n_runs}" data-metric="{_e(metric.name)}">{chart}</div>',
     ]
     if scaling:
         parts.append(_scaling_table(scaling, metric))
@@ -141,10 +235,12 @@ def _workload_section(
         parts.append(costs)
     if w.skipped:
         parts.append(f'<p class="note">{w.skipped} run(s) without {_e(metric.name)} left out.</p>')
-    parts.append("</section>")
     data.append(
         {
-            "workload": w.name,
+            "metric": metric.name,
+            "label": metric.label,
+            "higher_is_better": metric.higher_is_better,
+            "method": c.method,
             "groups": [cmp.group_json(g, c.by) for g in w.groups],
             "scaling": scaling,
         }
@@ -300,7 +396,7 @@ def _provenance(records: list[Record]) -> str:
 
 def _page(
     records: list[Record],
-    c: cmp.Comparison,
+    toc_entries: list[tuple[str, str]],
     sections: list[str],
     data: list,
     opts: Options,
@@ -312,18 +408,21 @@ def _page(
     )
     started = sorted(r.started_at for r in records)
     failed = sum(1 for r in records if not r.ok)
-    toc = "".join(
-        f'<li><a href="#w{i}">{_e(w.name)}</a></li>' for i, w in enumerate(c.workloads) if w.groups
+    toc = "".join(f'<li><a href="#{_e(a)}">{_e(name)}</a></li>' for a, name in toc_entries)
+    what = (
+        f"metric {opts.metric.label}"
+        if opts.metric is not None
+        else "each workload in its figures of merit"
     )
     meta = (
         f"{len(records)} run(s)"
         + (f", {failed} failed (left out of charts and tables)" if failed else "")
         + f", {started[0][:19]} to {started[-1][:19]}"
-        + f"; metric {c.metric.label}; made {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC by "
+        + f"; {what}; made {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC by "
         f"cloudhpc {__version__}"
     )
     payload = json.dumps(
-        {"metric": c.metric.name, "method": c.method, "workloads": data}, default=str
+        {"metric": opts.metric.name if opts.metric else None, "workloads": data}, default=str
     ).replace("</", "<\\/")
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8">

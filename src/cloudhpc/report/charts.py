@@ -64,8 +64,11 @@ def figure(
     metric: Metric,
     series: list[Series],
     scaling: dict[str, list[dict[str, float]]],
+    series_fields: Sequence[str] = (),
 ):
-    """The workload's chart. `scaling` maps a series name to metrics.scaling_table() rows."""
+    """The workload's chart of one metric. `scaling` maps a series name to
+    metrics.scaling_table() rows; `series_fields` name what tells the series apart (the x axis's
+    title when the runs are at one P). Every axis has a title."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -89,6 +92,7 @@ def figure(
                 )
             )
         fig.update_layout(showlegend=False)
+        fig.update_xaxes(title_text=", ".join(series_fields) or "runs")
         fig.update_yaxes(title_text=metric.label, rangemode="tozero")
         fig.update_layout(
             title={"text": f"{workload}: {metric.label} at P={procs[0] if procs else '?'}"},
