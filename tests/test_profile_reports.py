@@ -95,6 +95,37 @@ def test_compare_rows(three_ranks_one_missing):
     assert total["A #Call"] == 6 and total["B #Call"] == 2
 
 
+def test_compare_plot_draws_ratios_on_a_log_axis(three_ranks_one_missing):
+    """`profile compare --plot`: per MPI function a bar from 1 to its B/A ratio on a log axis,
+    the absolute times beside it; all MPI calls and the application's time in the title, not
+    as bars that flatten the rest; a function B never called has no ratio, said so."""
+    from cloudhpc.profile.plots import compare_figure
+
+    a = three_ranks_one_missing
+    b = Profile(nprocs=1, ranks=[rank(0, 1.0, {"MPI_Barrier": (2, 0.1), "MPI_Recv": (4, 3.0)})])
+    rows = report.compare_rows(a, b)
+    fig = compare_figure(rows, ("A: native", "B: vm-net"), top=10)
+    ratio_ax, time_ax = fig.axes
+    assert ratio_ax.get_xscale() == "log" and time_ax.get_xscale() == "log"
+    names = [t.get_text() for t in ratio_ax.get_yticklabels()]
+    assert sorted(names) == ["Barrier", "Recv", "Send"]  # no pseudo-function among them
+    ends = {}
+    for bar in ratio_ax.patches:  # each bar spans 1 .. B/A
+        lo, hi = sorted((bar.get_x(), bar.get_x() + bar.get_width()))
+        ends[names[round(bar.get_y() + bar.get_height() / 2)]] = hi if lo == 1 else lo
+    assert ends == pytest.approx({"Barrier": 0.25, "Recv": 6.0})  # 0.1 / 0.4 s, 3.0 / 0.5 s
+    labels = {t.get_text().strip() for t in ratio_ax.texts}
+    assert {"0.25x", "6x", "only in A"} <= labels
+    title = fig._suptitle.get_text()
+    assert "all MPI calls: 3.1x (1000 ms -> 3100 ms per rank)" in title
+    assert "the application outside MPI" in title and "A: native" in title
+    # the absolute mean times per rank, A and B, as the table gives them
+    widths = sorted(round(p.get_width(), 6) for p in time_ax.patches if p.get_width() > 0)
+    by = {r["Name"]: r for r in rows}
+    want = [by[n][c] for n in ("MPI_Barrier", "MPI_Recv", "MPI_Send") for c in ("A msec", "B msec")]
+    assert widths == sorted(round(w, 6) for w in want if w > 0)
+
+
 def test_round_trip_and_schema_errors(three_ranks_one_missing, tmp_path):
     path = tmp_path / "profile.json"
     path.write_text(json.dumps(three_ranks_one_missing.to_json()))

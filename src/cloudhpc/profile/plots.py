@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import atomic_path
+from ..text import count
 from .model import Profile
-from .report import comm_matrix
+from .report import APP_ROW, MPI_TOTAL_ROW, comm_matrix
 
 
 def _pyplot():
@@ -56,7 +57,7 @@ def time_distribution(profile: Profile, stem: str | os.PathLike, top: int = 8) -
         ax.legend(fontsize="small", ncol=max(1, len(ranks) // 8))
     ax.set_ylabel("exclusive time (ms)")
     missing = profile.missing_ranks
-    title = f"Time distribution of the top MPI calls over {profile.nprocs} ranks"
+    title = f"Time distribution of the top MPI calls over {count(profile.nprocs, 'rank')}"
     if missing:
         title += f" (no profile from ranks {', '.join(map(str, missing))})"
     ax.set_title(title, fontsize="medium")
@@ -96,22 +97,68 @@ def matrix_heatmap(profile: Profile, stem: str | os.PathLike) -> list[Path]:
     return paths
 
 
+def compare_figure(rows: list[dict], labels: tuple[str, str], top: int = 10):
+    """The B/A time ratio of each MPI function on a log axis (left: a bar from 1 to the ratio,
+    its value written at its end), and the two absolute mean times per rank beside it (right, log
+    axis), for the `top` functions that differ most (rows as report.compare_rows gives them,
+    sorted by |B - A|). All MPI calls together and the application's own time are said in the
+    title, not drawn as functions that would flatten the others; a function one side never
+    called has no ratio (its row says which side)."""
+    plt = _pyplot()
+    whole = {r["Name"]: r for r in rows if r["Name"] in (MPI_TOTAL_ROW, APP_ROW)}
+    rows = [r for r in rows if r["Name"] not in whole][:top]
+    rows = rows[::-1]  # the largest difference at the top
+    fig, (rax, tax) = plt.subplots(
+        1, 2, figsize=(11.0, max(2.5, 0.42 * len(rows) + 1.6)), sharey=True,
+        gridspec_kw={"width_ratios": [3, 2]},
+    )  # fmt: skip
+    y = np.arange(len(rows))
+    names = [r["Name"].removeprefix("MPI_") for r in rows]
+    ratios = [r["B/A time"] if r["A msec"] > 0 and r["B msec"] > 0 else None for r in rows]
+    shown = [q for q in ratios if q is not None]
+    for i, (row, q) in enumerate(zip(rows, ratios, strict=True)):
+        if q is None:
+            side = "B" if row["A msec"] == 0 else "A"
+            rax.text(1, i, f" only in {side}", va="center", fontsize="small", color="#555")
+            continue
+        rax.barh(i, q - 1, left=1, height=0.6, color="#d62728" if q > 1 else "#2ca02c")
+        rax.text(q, i, f" {q:.3g}x ", va="center", ha="left" if q >= 1 else "right",
+                 fontsize="small")  # fmt: skip
+    rax.axvline(1, color="#333", linewidth=0.8)
+    rax.set_xscale("log")
+    low, high = min([*shown, 1.0]), max([*shown, 1.0])
+    rax.set_xlim(low / 2, high * 2)
+    rax.set_yticks(y, names)
+    rax.set_xlabel("B/A mean exclusive time (log; > 1: B slower)")
+    rax.set_ylabel("MPI function")
+    width = 0.38
+    for k, (col, side) in enumerate((("A msec", labels[0]), ("B msec", labels[1]))):
+        ms = [r[col] if r[col] > 0 else np.nan for r in rows]
+        tax.barh(y + (k - 0.5) * width, ms, width, label=side.split(":")[0])
+    if any(r["A msec"] > 0 or r["B msec"] > 0 for r in rows):
+        tax.set_xscale("log")
+    tax.set_xlabel("mean exclusive time per rank (ms, log)")
+    tax.legend(fontsize="small", loc="lower right")
+    title = f"B/A per MPI function, the {len(rows)} that differ most\n{labels[0]}\n{labels[1]}"
+    for name, what in ((MPI_TOTAL_ROW, "all MPI calls"), (APP_ROW, "the application outside MPI")):
+        r = whole.get(name)
+        if r and r["A msec"] > 0:
+            title += (
+                f"\n{what}: {r['B msec'] / r['A msec']:.3g}x ({r['A msec']:.4g} ms -> "
+                f"{r['B msec']:.4g} ms per rank)"
+            )
+    fig.suptitle(title, fontsize="medium")
+    fig.tight_layout()
+    return fig
+
+
 def compare_bars(
     rows: list[dict], stem: str | os.PathLike, labels: tuple[str, str], top: int = 10
 ) -> list[Path]:
-    """Mean exclusive time per rank of the functions that differ most, A and B side by side
-    (004, chapter 7: the same calls in a physical and a virtual cluster)."""
+    """compare_figure() as STEM.png and STEM.svg (004, chapter 7: the same calls in a physical
+    and a virtual cluster)."""
     plt = _pyplot()
-    rows = rows[:top]
-    fig, ax = plt.subplots(figsize=(max(6.0, 1.1 * len(rows) + 2), 4.0))
-    x = np.arange(len(rows))
-    ax.bar(x - 0.2, [r["A msec"] for r in rows], 0.4, label=labels[0])
-    ax.bar(x + 0.2, [r["B msec"] for r in rows], 0.4, label=labels[1])
-    names = [r["Name"].removeprefix("MPI_") for r in rows]
-    ax.set_xticks(x, names, rotation=30, ha="right")
-    ax.set_ylabel("mean exclusive time per rank (ms)")
-    ax.set_title("A vs B, sorted by |B - A|", fontsize="medium")
-    ax.legend(fontsize="small")
+    fig = compare_figure(rows, labels, top)
     paths = _save(fig, Path(stem))
     plt.close(fig)
     return paths
