@@ -91,3 +91,25 @@ def test_hydras_exit_report_over_several_hosts_is_read_whole():
     assert kept == "rank 2 said this\n[chpc-t-h3] not a report line\n"
     assert failed == {3: 768, 4: 139}
     assert Mpich().rank_exits("[mpiexec@vm] Exit codes: [a] 0\n[b] 0\n") == ("", {})
+
+
+def test_hydras_report_on_stdout_over_several_hosts_reaches_no_one():
+    """The same report read line by line from the launcher's stdout (where Hydra wrote it after
+    `predict --env capped:RATE` measured its curves: `[chpc-...-h1] 0` reached the user)."""
+    from cloudhpc.launch.plan import LaunchPlan
+    from cloudhpc.launch.runner import Monitor, run_plan
+
+    class Lines(Monitor):
+        def __init__(self):
+            self.lines = []
+
+        def output(self, line):
+            self.lines.append(line)
+
+    text = "the program\n[mpiexec@vm] Exit codes: [h0] 0\n[h1] 0,768\n[h2] 0\nlast words\n"
+    plan = LaunchPlan(argv=["printf", text.replace("%", "%%")], variables={},
+                      launcher="local", nprocs=4)  # fmt: skip
+    monitor = Lines()
+    outcome = run_plan(plan, monitor, 60)
+    assert monitor.lines == ["the program", "last words"]
+    assert outcome.rank_exits == {2: 768}

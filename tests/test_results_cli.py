@@ -156,3 +156,39 @@ def test_bench_bw_says_a_repetition_is_a_window(results):
         "each repetition is a window of 64 nonblocking sends in flight (osu_bw): "
         "messages = repetitions x 64, t_usec is per message" in r.stderr
     )
+
+
+def test_results_show_prints_no_none_for_what_a_record_lacks(results):
+    """A record with no MPI, no total_s, no jit cache (a predict's, a hand-made one): those
+    lines are left out, not printed as `None` or empty; what it has is shown."""
+    results.mkdir()
+    rec = {"id": "20260101T000000-predict-abc123", "app": "predict",
+           "started_at": "2026-01-01T00:00:00+00:00", "nprocs": 1, "launcher": "local",
+           "host": {"hostname": "vm"}, "env": {"name": "capped:100mbit"}, "timings": {},
+           "metrics": {"predicted_total_s": 1.5}}  # fmt: skip
+    (results / f"{rec['id']}.json").write_text(json.dumps(rec))
+    r = run_cli("results", "show", "last", "--results", str(results))
+    assert r.returncode == 0, r.stderr
+    assert "None" not in r.stdout, r.stdout
+    heads = [ln.split()[0] for ln in r.stdout.splitlines() if ln.strip()][:9]
+    assert "total_s" not in heads and "mpi" not in heads and "jit_cache" not in heads, heads
+    assert "host  vm" in r.stdout and "environment  capped:100mbit" in r.stdout
+    assert "predicted_total_s" in r.stdout
+
+
+def test_counts_say_1_rank_not_1_ranks(results):
+    from cloudhpc.text import count
+
+    r = run_cli("run", "wave", "--points", "100", "--steps", "2", "-n", "1",
+                "--results", str(results))  # fmt: skip
+    assert r.returncode == 0 and "1 rank, engine mpi: total" in r.stderr, r.stderr
+    r = run_cli("bench", "pingpong", "-n", "2", "--sizes", "0", "--iters", "2", "--results",
+                str(results))  # fmt: skip
+    assert "pingpong — 2 ranks, env native" in r.stdout
+
+    assert [count(1, "rank"), count(2, "rank"), count(0, "task")] == [
+        "1 rank",
+        "2 ranks",
+        "0 tasks",
+    ]
+    assert count(1, "process") == "1 process" and count(3, "process") == "3 processes"

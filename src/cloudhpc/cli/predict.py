@@ -16,6 +16,7 @@ from ..jsontext import print_json
 from ..launch.options import DEFAULT_RESULTS, LaunchOptions, make_job
 from ..mpi import DEFAULT as DEFAULT_MPI
 from ..results.record import Record
+from ..text import count
 from .parser import add_subparser
 from .ui import ProgressMonitor, err, out, print_table
 
@@ -220,7 +221,7 @@ def handle(args: argparse.Namespace) -> int:
             monitor.close()
         if measured:
             err.print(
-                f"measured the {side}'s curves ({job.env}, {job.nprocs} ranks): "
+                f"measured the {side}'s curves ({job.env}, {count(job.nprocs, 'rank')}): "
                 f"{describe_points(measured)}",
                 highlight=False,
                 markup=False,
@@ -333,7 +334,7 @@ def render(rec: dict[str, Any], top: int = 12) -> None:
     title = (
         f"prediction: {src['app'] or 'profile'} {src['profile']} ({src['env']}, {src['nprocs']} "
         f"ranks) on {tgt['env']}" + (f" ({tgt['hosts']})" if tgt["hosts"] else "")
-        + f", {tgt['nprocs']} ranks"
+        + f", {count(tgt['nprocs'], 'rank')}"
     )  # fmt: skip
     summary = [
         {"": "total (s)", "source": p["source_total_s"], "predicted": p["predicted_total_s"],

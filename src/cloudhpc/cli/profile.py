@@ -24,6 +24,7 @@ from ..profile import load_profile, report
 from ..profile.callsites import MAX_CALLSITE_DEPTH
 from ..profile.model import Profile
 from ..results.store import files_dir, load_record, load_records
+from ..text import count
 from .app_params import ParamSpec, parse_params, run_app_spec
 from .bench import BENCHMARKS
 from .bench import param_spec as bench_spec
@@ -236,7 +237,7 @@ def _show_stderr(text: str, lines: int = 8) -> None:
 def render(
     profile: Profile, rank: int | None = None, top: int = 12, callsites: bool = False
 ) -> None:
-    who = f"rank {rank}" if rank is not None else f"mean over {len(profile.ranks)} ranks"
+    who = f"rank {rank}" if rank is not None else f"mean over {count(len(profile.ranks), 'rank')}"
     rows = report.pprof_rows(profile, rank)
     out.print(pprof_table(f"FUNCTION SUMMARY ({who})", rows[: top + 1]))
     if callsites:
@@ -260,7 +261,7 @@ def render_callsites(profile: Profile, rank: int | None, top: int) -> None:
         why = "" if profile.callsite_depth else why
         err.print(f"no call sites in this profile{why}", highlight=False)
         return
-    who = f"rank {rank}" if rank is not None else f"all {len(profile.ranks)} ranks"
+    who = f"rank {rank}" if rank is not None else f"all {count(len(profile.ranks), 'rank')}"
     rows = report.callsite_rows(profile, rank)
     cols = [c for c in report.CALLSITE_COLUMNS if c != "Rank" and (rank is None or c != "COV")]
     t = Table(title=f"CALL SITES by time ({who}, top {min(top, len(rows))} of {len(rows)})",
@@ -438,7 +439,8 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
         from ..profile.plots import compare_bars
 
         labels = tuple(
-            f"{k}: {x.meta.get('env', '?')}, {x.nprocs} ranks ({os.path.basename(str(path))})"
+            f"{k}: {x.meta.get('env', '?')}, {count(x.nprocs, 'rank')} "
+            f"({os.path.basename(str(path))})"
             for k, x, path in (("A", a, args.a), ("B", b, args.b))
         )
         wrote += [str(path) for path in compare_bars(rows, args.plot, labels, top=args.top)]
@@ -448,7 +450,7 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
         print_json(rows, indent=1)
         return 0
     print_table(
-        f"A = {args.a} ({a.nprocs} ranks), B = {args.b} ({b.nprocs} ranks): mean "
+        f"A = {args.a} ({count(a.nprocs, 'rank')}), B = {args.b} ({count(b.nprocs, 'rank')}): mean "
         "exclusive time per rank, sorted by |B - A|",
         rows[: args.top],
     )

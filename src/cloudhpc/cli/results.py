@@ -225,6 +225,15 @@ def _where(r: Record) -> str:
     return "this machine"
 
 
+def _joined(first, second, form: str) -> str | None:
+    """Two facts in one line (`form` holds both), either alone, or None when neither is known."""
+    if first is None or second is None:
+        return (
+            None if first is None and second is None else str(first if second is None else second)
+        )
+    return form.format(first, second)
+
+
 def _show(r: Record) -> None:
     head = [
         ("id", r.id),
@@ -232,15 +241,15 @@ def _show(r: Record) -> None:
         ("status", r.status),
         ("command", r.command_line),
         ("started", r.started_at),
-        ("host", f"{r.host.hostname} ({r.host.cpu_model})"),
-        ("mpi", f"{mpi_name(r)}: {r.mpi.library}"),
+        ("host", _joined(r.host.hostname, r.host.cpu_model, "{} ({})")),
+        ("mpi", _joined(mpi_name(r), r.mpi.library, "{}: {}")),
         ("engine", r.engine),
         ("launcher", r.launcher),
-        ("ranks / layout", f"{r.nprocs} / {r.layout}"),
+        ("ranks / layout", _joined(r.nprocs, r.layout, "{} / {}")),
         ("environment", r.env.name),
         ("where", _where(r)),
         ("env variables", " ".join(f"{k}={v}" for k, v in r.env.variables.items())),
-        ("total_s", fmt(r.total_s)),
+        ("total_s", fmt(r.total_s) if r.total_s is not None else None),
         ("phases", ", ".join(f"{k} {fmt(v)}" for k, v in r.timings.phases.items())),
         ("jit_cache", r.jit_cache),
         ("verified", r.verified),
@@ -249,6 +258,8 @@ def _show(r: Record) -> None:
         check_s = fmt(r.timings.check_s)
         head.append(("check", f"against {r.checked_against}, {check_s} s (not in total_s)"))
     for k, v in head:
+        if v is None or v == "":  # a field the record does not have: not a line of `None`
+            continue
         out.print(f"[bold]{k:>15}[/]  {escape(str(v))}", highlight=False)
     if r.metrics:
         print_table("metrics", [dict(r.metrics)])

@@ -23,6 +23,7 @@ from ..launch import RAY
 from ..memory import check_fits
 from ..paths import check_run_files
 from ..results.record import Record
+from ..text import count
 from .common import add_launch_options, execute, hosts_sharing, job_from_args, record_footer
 from .parser import add_subparser, requested
 from .ui import err, out
@@ -207,12 +208,12 @@ def _print_timings(record: Record) -> None:
     if not parts:
         return
     engine = record.engine
-    unit = "workers" if engine == "ray" else "ranks"
+    unit = "worker" if engine == "ray" else "rank"
     info = record.section("engine_info")
     faults = ""
     if info.get("restarts"):
-        faults = f" ({info['restarts']} worker restarts, {info.get('rerun_tasks', 0)} tasks re-run)"
-    err.print(
-        f"{record.nprocs or '?'} {unit}, engine {engine}{faults}: " + ", ".join(parts),
-        highlight=False,
-    )
+        restarts = count(info["restarts"], "worker restart")
+        faults = f" ({restarts}, {count(info.get('rerun_tasks', 0), 'task')} re-run)"
+    n = record.nprocs
+    ranks = count(n, unit) if isinstance(n, int) else f"? {unit}s"
+    err.print(f"{ranks}, engine {engine}{faults}: " + ", ".join(parts), highlight=False)

@@ -244,17 +244,22 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
         if timeout:
             timer = threading.Timer(timeout, expire)
             timer.start()
+        report = ""  # the launcher's report of how each rank ended, as read so far
         for line in proc.stdout:
             line = line.rstrip("\n")
             msg = _control_message(line)
             if msg is not None:
                 _dispatch(msg, outcome, monitor)
             elif not (mpi.stdout_noise and line.startswith(mpi.stdout_noise)):
-                rest, ends = mpi.rank_exits(line)
-                if rest or not line:
-                    monitor.output(line)
-                else:  # the launcher's report of how each rank ended
+                # read whole: over several hosts each further host's statuses are a line of
+                # their own ("[host2] 0"), which alone would look like the program's output
+                rest, ends = mpi.rank_exits(f"{report}{line}\n")
+                if line and not rest.strip():
+                    report += f"{line}\n"
                     outcome.rank_exits = ends
+                else:
+                    report = ""
+                    monitor.output(line)
         proc.wait()
         outcome.clock["exited"] = time.time()
         end_tagged(token)  # whatever the ranks left running (a program's background children)
