@@ -211,6 +211,22 @@ def test_callsite_rows_as_mpip(three_ranks_one_missing):
     assert back.callsites == p.callsites and back.ranks[1].callsites == p.ranks[1].callsites
 
 
+def test_bytes_per_call_agree_with_the_size_histogram():
+    """An Allreduce of one double sends 8 bytes and receives 8 per call: its call site says 8
+    bytes per call, the bin the size histogram counts it in (8-15), not the 16 it moved."""
+    one_double = CallStats(5, 0.1, 0.01, 0.03, 40, 40, {8: 5})
+    p = Profile(nprocs=1, ranks=[rank(0, 1.0, {})])
+    p.ranks[0].calls = {"MPI_Allreduce": one_double}
+    p.ranks[0].callsites = {1: one_double}
+    p.callsites = [CallSite(1, "MPI_Allreduce", [Frame("/src/a.py", 3, "<module>", python=True)])]
+    (row,) = [r for r in report.callsite_rows(p) if r["Rank"] == "*"]
+    (bin_,) = report.size_histogram(p)
+    assert row["Bytes/call"] == 8.0
+    assert bin_["bytes from"] <= row["Bytes/call"] <= bin_["bytes to"] and bin_["calls"] == 5
+    only_received = CallStats(2, 0.1, 0.01, 0.03, 0, 64)  # a Recv: what it received
+    assert report.message_bytes(only_received) == 32.0
+
+
 def test_resolve_keeps_unreadable_modules_as_offsets(tmp_path):
     """A module that is gone, or not the file the rank loaded, stays module+offset and the
     profile says why; Python frames pass through; sites alike on two ranks are one site."""

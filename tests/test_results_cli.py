@@ -192,3 +192,18 @@ def test_counts_say_1_rank_not_1_ranks(results):
         "0 tasks",
     ]
     assert count(1, "process") == "1 process" and count(3, "process") == "3 processes"
+
+
+def test_the_timing_line_says_why_phases_need_not_add_up(results):
+    """k-means' phases summed past its total with no word why: each phase is its slowest rank's
+    (they may nest), the start-up before the timed region is set apart."""
+    r = run_cli("run", "kmeans", "--generate", "--n", "2000", "--k", "3", "--iterations", "2",
+                "-n", "2", "--results", str(results))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("2 ranks, engine mpi: ")]
+    total, phases, before = line.split("; ")
+    assert total.endswith(tuple(f"{d}s" for d in "0123456789")) and "total " in total
+    assert phases.startswith(
+        "phases (each the slowest rank's, so they need not add up to the total): "
+    )
+    assert "job_import" not in phases and before.startswith("before the timed region: job_import")

@@ -201,10 +201,27 @@ def parse_injection(text: str, nprocs: int | None) -> list[int]:
     return [iteration, worker]
 
 
+def _is_startup(phase: str) -> bool:
+    """A phase before the timed region (worker.py: importing the job, starting an engine)."""
+    return phase == "job_import" or phase.endswith("_start")
+
+
 def _print_timings(record: Record) -> None:
-    parts = [f"{k} {v:.3f}s" for k, v in record.timings.phases.items()]
+    """One line: the time inside the job, its phases, and the start-up before it. Each phase is
+    its slowest rank's (and phases may nest), so they need not add up to the total: said."""
+    phases = record.timings.phases
+    inside = [f"{k} {v:.3f}s" for k, v in phases.items() if not _is_startup(k)]
+    before = [f"{k} {v:.3f}s" for k, v in phases.items() if _is_startup(k)]
+    parts = []
     if record.total_s is not None:
-        parts.insert(0, f"total {record.total_s:.3f}s")
+        parts.append(f"total {record.total_s:.3f}s")
+    if inside:
+        parts.append(
+            "phases (each the slowest rank's, so they need not add up to the total): "
+            + ", ".join(inside)
+        )
+    if before:
+        parts.append("before the timed region: " + ", ".join(before))
     if not parts:
         return
     engine = record.engine
@@ -216,4 +233,4 @@ def _print_timings(record: Record) -> None:
         faults = f" ({restarts}, {count(info.get('rerun_tasks', 0), 'task')} re-run)"
     n = record.nprocs
     ranks = count(n, unit) if isinstance(n, int) else f"? {unit}s"
-    err.print(f"{ranks}, engine {engine}{faults}: " + ", ".join(parts), highlight=False)
+    err.print(f"{ranks}, engine {engine}{faults}: " + "; ".join(parts), highlight=False)

@@ -117,7 +117,6 @@ def _site_row(profile: Profile, site_id: int, who: str, stats: list[CallStats],
     total = CallStats(0, 0.0, 0.0, 0.0, 0, 0)
     for s in stats:
         total.add(s)
-    moved = total.bytes_sent + total.bytes_recv + total.bytes_written + total.bytes_read
     callers = " < ".join(f"{f.function or '?'} {f.where()}" for f in site.frames[1:])
     return {
         "Site": site_id,
@@ -133,8 +132,18 @@ def _site_row(profile: Profile, site_id: int, who: str, stats: list[CallStats],
         "Max msec": total.max_s * 1e3,
         "Mean msec": total.mean_s * 1e3,
         "Min msec": total.min_s * 1e3,
-        "Bytes/call": moved / total.count if total.count else 0.0,
+        "Bytes/call": message_bytes(total),
     }
+
+
+def message_bytes(c: CallStats) -> float:
+    """Bytes per call as the size histogram bins a call: what it sent, else what it received
+    (else wrote, else read). An Allreduce of one double is 8 bytes (in the 8-15 bin), not the 16
+    it moved both ways."""
+    if not c.count:
+        return 0.0
+    moved = next((b for b in (c.bytes_sent, c.bytes_recv, c.bytes_written, c.bytes_read) if b), 0)
+    return moved / c.count
 
 
 def callsite_rows(profile: Profile, rank: int | None = None) -> list[dict[str, Any]]:
