@@ -373,3 +373,38 @@ def test_bad_input_one_line(is_profile, tmp_path):
     r = run_cli("predict", "--profile", prof["id"], "--env", "vm-net", "--results", res,
                 "--instance", "c5.xlarge")  # fmt: skip
     assert_one_line_error(r, "--nodes")
+
+
+def test_the_summary_adds_up_and_says_what_the_overlap_hid():
+    """A cloudhpc job's MPI_Init and MPI_Finalize run outside its timed region: listed, but not
+    in its MPI time (0.140 s of MPI above a 0.118 s total added up to nothing); the transfers
+    hidden in time off the cores are stated, with the prediction without that overlap; each
+    call's curve points are given per call."""
+    w = 0.01
+    calls = {
+        "MPI_Init_thread": stats(1, 0.09),
+        "MPI_Finalize": stats(1, 0.06),
+        "MPI_Sendrecv": stats(100, 100 * (t(SRC, "sendrecv", 8) + w), 800, 800, {8: 100}),
+    }
+    rp = rank(0, 1.2, calls)
+    rp.cpu_s = 0.3  # off its cores 75 % of the time (a loaded machine)
+    pred = predict(Profile(2, [rp]), SRC, TGT, region_s=1.1)
+    assert pred.source_mpi_s == pytest.approx(100 * (t(SRC, "sendrecv", 8) + w))
+    assert pred.source_mpi_s <= pred.source_total_s
+    data = pred.to_json()
+    assert data["outside_region_mpi_s"] == pytest.approx(0.15)
+    assert any("MPI_Finalize and MPI_Init_thread (0.15 s" in n for n in pred.notes)
+    g = 100 * t(TGT, "sendrecv", 8)
+    alone = 1.1 + g - 100 * t(SRC, "sendrecv", 8)  # no overlap: every transfer adds
+    assert pred.without_overlap_s == pytest.approx(alone)
+    assert data["predicted_total_s_without_overlap"] == pytest.approx(alone)
+    assert pred.predicted_total_s < alone
+    (note,) = [n for n in pred.notes if "off their cores" in n]
+    assert f"the prediction is {alone:.3g} s" in note and "hiding" in note
+    row = {r["call"]: r for r in pred.call_rows()}
+    assert row["MPI_Sendrecv"]["target_us_per_call"] == pytest.approx(t(TGT, "sendrecv", 8) * 1e6)
+    assert row["MPI_Sendrecv"]["source_us_per_call"] == pytest.approx(t(SRC, "sendrecv", 8) * 1e6)
+    assert row["MPI_Finalize"]["target_us_per_call"] is None  # no curve: carried over
+    # each rank's own span (not a cloudhpc job): MPI_Init is inside it, and counted
+    whole = predict(Profile(2, [rp]), SRC, TGT)
+    assert whole.source_mpi_s == pytest.approx(0.15 + 100 * (t(SRC, "sendrecv", 8) + w))

@@ -86,6 +86,9 @@ WAITS = {
 }  # fmt: skip
 PINGPONG = "pingpong"
 SENDRECV = "sendrecv"
+# calls before or after a cloudhpc job's timed region (it runs between barriers after MPI's
+# start): listed, carried over, but not in the region's MPI time
+OUTSIDE_JOB_REGION = frozenset({"MPI_Init", "MPI_Init_thread", "MPI_Finalize"})
 
 
 def nonblocking_collective(name: str) -> tuple[str, str] | None:
@@ -260,6 +263,7 @@ class RankResult:
     sd_s: float
     calls: list[CallResult]
     off_cpu: float = 0.0  # share of its time the rank was off its cores (total_s - cpu_s)
+    outside_s: float = 0.0  # its MPI time outside the job's timed region (MPI_Init, Finalize)
 
 
 @dataclass
@@ -269,6 +273,9 @@ class Prediction:
     region: str  # what R_r is: "the job's timed region" or "MPI_Init to MPI_Finalize"
     ranks: list[RankResult]
     notes: list[str] = field(default_factory=list)
+    # the prediction with no waiting taken to overlap transfers (a core per rank): None when no
+    # rank was off its cores
+    without_overlap_s: float | None = None
 
     @property
     def slowest(self) -> RankResult:
@@ -317,6 +324,10 @@ class Prediction:
                     "source_transfer_s": sum(c.source_transfer_s for c in cs) / n,
                     "wait_s": sum(c.wait_s for c in cs) / n,
                     "target_transfer_s": sum(c.target_transfer_s for c in cs) / n,
+                    # the curves' points it used: transfer time per call (a single size: the
+                    # curve's value there)
+                    "source_us_per_call": _per_call(cs, "source_transfer_s"),
+                    "target_us_per_call": _per_call(cs, "target_transfer_s"),
                     "predicted_s": sum(c.predicted_s for c in cs) / n,
                     "sd_s": math.sqrt(sum(c.sd_s**2 for c in cs)) / n,
                     "extrapolated": any(c.extrapolated for c in cs),
@@ -338,6 +349,8 @@ class Prediction:
             "ratio": self.predicted_total_s / self.source_total_s if self.source_total_s else None,
             "compute_factor": self.compute_factor,
             "region": self.region,
+            "outside_region_mpi_s": sum(r.outside_s for r in self.ranks) / len(self.ranks),
+            "predicted_total_s_without_overlap": self.without_overlap_s,
             "slowest_rank": self.slowest.rank,
             "calls": self.call_rows(),
             "ranks": [
@@ -354,6 +367,13 @@ class Prediction:
             ],
             "notes": list(self.notes),
         }
+
+
+def _per_call(cs: list[CallResult], key: str) -> float | None:
+    calls = sum(c.count for c in cs)
+    if not calls or all(c.model.startswith(("carried", "posting")) for c in cs):
+        return None
+    return sum(getattr(c, key) for c in cs) / calls * 1e6
 
 
 def _mean_size(cs: list[CallResult]) -> float:
@@ -379,13 +399,23 @@ def _split(entries: list[tuple[float, int]], stats: Any, direction: str):
 
 
 def predict_rank(
-    rp: Any, nprocs: int, region_s: float, source: Curves, target: Curves, k: float = 1.0
+    rp: Any,
+    nprocs: int,
+    region_s: float,
+    source: Curves,
+    target: Curves,
+    k: float = 1.0,
+    job_region: bool = False,
+    overlap: bool = True,
 ) -> RankResult:
-    """One rank: T' = k R + sum over calls of (G - k min(S, t)) (the module's docstring)."""
+    """One rank: T' = k R + sum over calls of (G - k min(S, t)) (the module's docstring).
+    `job_region`: R is a cloudhpc job's timed region, which MPI_Init and MPI_Finalize are
+    outside of (their time is not in its MPI time); `overlap`: the rank's time off its cores
+    overlaps the target's transfers (False: a core per rank)."""
     calls: list[CallResult] = []
     coll_src, coll_tgt = Transfer(), Transfer()
     waits = []
-    off = off_cpu_share(rp)
+    off = off_cpu_share(rp) if overlap else 0.0
     for name, st in sorted(rp.calls.items()):
         curve = curve_of(name)
         if name in WAITS:
@@ -418,12 +448,14 @@ def predict_rank(
             share = st.time_s / total if total > 0 else (1.0 if i == 0 else 0.0)
             calls.append(_blocking(name, model, st.count, st.time_s, src.scaled(share),
                                    tgt.scaled(share), k, [], off))  # fmt: skip
-    measured_mpi = sum(c.measured_s for c in calls)
-    predicted_mpi = sum(c.predicted_s for c in calls)
-    predicted = k * region_s + sum(c.predicted_s - k * c.measured_s for c in calls)
+    inside = [c for c in calls if not (job_region and c.name in OUTSIDE_JOB_REGION)]
+    measured_mpi = sum(c.measured_s for c in inside)
+    predicted_mpi = sum(c.predicted_s for c in inside)
+    predicted = k * region_s + sum(c.predicted_s - k * c.measured_s for c in inside)
     sd = math.sqrt(sum(c.sd_s**2 for c in calls))
+    outside = sum(c.measured_s for c in calls) - measured_mpi
     return RankResult(rp.rank, region_s, measured_mpi, max(predicted, 0.0), predicted_mpi, sd,
-                      calls, off)  # fmt: skip
+                      calls, off, outside)  # fmt: skip
 
 
 def _carried(name: str, st: Any, model: str, k: float, nprocs: int = 0) -> CallResult:
@@ -482,19 +514,26 @@ def predict(
         raise CloudhpcError("the profile has no ranks to predict from")
     if not (compute_factor > 0 and math.isfinite(compute_factor)):
         raise CloudhpcError(f"compute factor must be a positive number, not {compute_factor}")
-    ranks = [
-        predict_rank(
-            rp,
-            profile.nprocs,
-            region_s if region_s is not None else rp.total_s,
-            source,
-            target,
-            compute_factor,
-        )
-        for rp in profile.ranks
-    ]
+
+    def ranks(overlap: bool) -> list[RankResult]:
+        return [
+            predict_rank(
+                rp,
+                profile.nprocs,
+                region_s if region_s is not None else rp.total_s,
+                source,
+                target,
+                compute_factor,
+                job_region=region_s is not None,
+                overlap=overlap,
+            )
+            for rp in profile.ranks
+        ]
+
     region = "the job's timed region" if region_s is not None else "MPI_Init to MPI_Finalize"
-    pred = Prediction(profile.nprocs, compute_factor, region, ranks)
+    pred = Prediction(profile.nprocs, compute_factor, region, ranks(True))
+    if max(r.off_cpu for r in pred.ranks) > 0.05:
+        pred.without_overlap_s = max(r.predicted_s for r in ranks(False))
     pred.notes = _notes(pred, profile)
     return pred
 
@@ -517,11 +556,23 @@ def _notes(pred: Prediction, profile: Any) -> list[str]:
             + ", ".join(extra)
         )
     off = max(r.off_cpu for r in pred.ranks)
-    if off > 0.05:
+    if off > 0.05 and pred.without_overlap_s is not None:
+        alone = pred.without_overlap_s
+        hidden = alone - pred.predicted_total_s
+        ratio = f", ratio {alone / pred.source_total_s:.3g}" if pred.source_total_s else ""
         notes.append(
             f"ranks were off their cores up to {off:.0%} of the time (total_s - cpu_s: more "
-            "processes than cores); that share of their waiting is taken to overlap the "
-            "target's transfers"
+            "processes than cores, or other work on the machine); that share of their waiting "
+            f"is taken to overlap the target's transfers, hiding {hidden:.3g} s of them: with a "
+            f"core per rank and nothing else running the prediction is {alone:.3g} s{ratio} "
+            "(profile on a quiet machine to predict that)"
+        )
+    outside = sum(r.outside_s for r in pred.ranks) / len(pred.ranks)
+    if outside > 0:
+        names = sorted({c.name for r in pred.ranks for c in r.calls} & OUTSIDE_JOB_REGION)
+        notes.append(
+            f"{' and '.join(names)} ({outside:.3g} s, mean over ranks) run outside the job's "
+            "timed region: in the table, not in its total or MPI time"
         )
     if profile.missing_ranks:
         notes.append(f"ranks {profile.missing_ranks} wrote no profile; predicted from the others")

@@ -234,7 +234,7 @@ def handle(args: argparse.Namespace) -> int:
     if jit.get("cache") == "cold":
         prediction.notes.insert(
             0,
-            f"the profiled run compiled {jit.get('compiled')} numba kernels "
+            f"the profiled run compiled {count(jit.get('compiled') or 0, 'numba kernel')} "
             f"({jit.get('compile_s', 0):.2f} s, in its time and so in the prediction): "
             "profile it again with numba's cache warm",
         )
@@ -336,10 +336,11 @@ def render(rec: dict[str, Any], top: int = 12) -> None:
         f"ranks) on {tgt['env']}" + (f" ({tgt['hosts']})" if tgt["hosts"] else "")
         + f", {count(tgt['nprocs'], 'rank')}"
     )  # fmt: skip
+    inside = " in it" if p.get("region") == "the job's timed region" else ""
     summary = [
-        {"": "total (s)", "source": p["source_total_s"], "predicted": p["predicted_total_s"],
-         "± 1 sd": p["sd_s"]},
-        {"": "MPI, mean over ranks (s)", "source": p["source_mpi_s"],
+        {"": "total (s), slowest rank", "source": p["source_total_s"],
+         "predicted": p["predicted_total_s"], "± 1 sd": p["sd_s"]},
+        {"": f"MPI{inside}, mean over ranks (s)", "source": p["source_mpi_s"],
          "predicted": p["predicted_mpi_s"], "± 1 sd": None},
         {"": "predicted / source", "source": None, "predicted": p["ratio"], "± 1 sd": None},
     ]  # fmt: skip
@@ -356,6 +357,8 @@ def render(rec: dict[str, Any], top: int = 12) -> None:
                 "transfer": r["source_transfer_s"],
                 "rest": r["wait_s"],
                 "target transfer": r["target_transfer_s"],
+                "source µs/call": r.get("source_us_per_call"),
+                "target µs/call": r.get("target_us_per_call"),
                 "predicted s": r["predicted_s"],
                 "± sd": r["sd_s"],
             }
@@ -363,7 +366,8 @@ def render(rec: dict[str, Any], top: int = 12) -> None:
     print_table(
         f"per MPI function, mean over ranks: source s = transfer on the source's curve + rest "
         f"(waiting, overhead); predicted = rest x compute factor + transfer on the target's "
-        f"curve; size: a message's bytes in the curve's terms ({len(rec['rows'])} functions)",
+        f"curve; size: a message's bytes in the curve's terms; µs/call: the curves' points used "
+        f"(their time per call at that size) ({len(rec['rows'])} functions)",
         rows,
     )
     lines = [
