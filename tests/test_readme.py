@@ -267,6 +267,19 @@ def _capped_bw(d: Path, out: str, err: str) -> None:
     assert 6 < rec["rows"][0]["mbytes_per_sec"] < 13.2, rec["rows"]
 
 
+def _quick_report(d: Path, out: str, err: str) -> None:
+    # campaigns/quick.toml's report: ping-pong charted as latency (and bandwidth), EP as Mop/s,
+    # each chart with a title on both axes (tests/test_report.py looks at them in Chromium)
+    html = (d / "quick.html").read_text()
+    assert re.findall(r'data-metric="([^"]+)"', html) == [
+        "mops", "latency_us@0", "bandwidth_MBs@4K"
+    ]  # fmt: skip
+    titles = {
+        json.loads(f'"{t}"') for t in re.findall(r'"title":\{"text":"((?:[^"\\]|\\.)*)"\}', html)
+    }
+    assert {"Mop/s total", "latency (µs) at 0 B", "env"} <= titles, titles
+
+
 def _version(d: Path, out: str, err: str) -> None:
     from cloudhpc import __version__
 
@@ -283,6 +296,7 @@ CHECKS = {
     "run sssp": _sssp,
     "run assemble": _assemble,
     "npb all": _npb_all,
+    "report --campaign quick": _quick_report,
     "bench bw -n 2 --hosts $H": _capped_bw,
     "npb ep --class W -n 2 --env vm-net --json": _npb_json,
     "./stencil 200": _stencil_profile,
