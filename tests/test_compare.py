@@ -16,6 +16,7 @@ from helpers import assert_one_line_error, run_cli
 from cloudhpc.analysis import compare as cmp
 from cloudhpc.analysis.fields import field, parse_metric, workload
 from cloudhpc.errors import CloudhpcError
+from cloudhpc.results.record import as_record
 
 
 def _rec(i, env, value, *, nprocs=2, app="kmeans", status="ok", **extra):
@@ -420,7 +421,7 @@ def test_runs_under_load_and_intervals_wider_than_the_effect_are_marked():
     data = cmp.group_json(g["busy"], ["env"])
     assert data["runs_under_load"] == 3 and data["ci_wider_than_effect"] is False
     # a record without a load average or cores is not marked
-    assert not cmp.Group("w", ("x",), [_rec(1, "x", 1.0)], np.array([1.0])).under_load
+    assert not cmp.taken_under_load(as_record(_rec(1, "x", 1.0)))
 
 
 def test_compare_marks_the_cells_not_to_trust(real_templates, tmp_path):

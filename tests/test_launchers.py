@@ -205,16 +205,20 @@ def test_a_p2p_benchmark_over_a_hosts_file_puts_one_rank_on_each_host(tmp_path):
 def test_every_benchmark_says_where_its_ranks_ran():
     from cloudhpc.cli.ranks import where_ranks_ran
 
-    cluster = {"hosts": [{"name": f"h{i}", "link_bps": 10**8} for i in range(3)]}
-    p2p = {"nprocs": 2, "nodes": ["h0", "h1"], "cluster": cluster,
-           "metrics": {"rank_hosts": ["h0", "h1"], "across_hosts": True}}  # fmt: skip
+    def run(**fields) -> dict:
+        return {"id": "20260101T000000-bench.x-abc123", "app": "bench.x",
+                "started_at": "2026-01-01T00:00:00+00:00", **fields}  # fmt: skip
+
+    cluster = {"name": "c", "hosts": [{"name": f"h{i}", "link_bps": 10**8} for i in range(3)]}
+    p2p = run(nprocs=2, nodes=["h0", "h1"], cluster=cluster,
+              metrics={"rank_hosts": ["h0", "h1"], "across_hosts": True})  # fmt: skip
     assert where_ranks_ran(p2p) == (
         "ranks 0 and 1 ran across hosts: h0 and h1, over links capped at 100mbit (12.5 MB/s)"
     )
-    local = {"nprocs": 2, "nodes": ["vm"], "metrics": {"rank_hosts": ["vm", "vm"]}}
+    local = run(nprocs=2, nodes=["vm"], metrics={"rank_hosts": ["vm", "vm"]})
     assert where_ranks_ran(local) == "ranks 0 and 1 ran on the same host (vm)"
-    assert where_ranks_ran({"nprocs": 1, "nodes": ["vm"]}) == "1 rank ran on one host (vm)"
-    coll = {"nprocs": 4, "nodes": ["a", "b"], "metrics": {"t_avg": 1.0}}
+    assert where_ranks_ran(run(nprocs=1, nodes=["vm"])) == "1 rank ran on one host (vm)"
+    coll = run(nprocs=4, nodes=["a", "b"], metrics={"t_avg": 1.0})
     assert where_ranks_ran(coll) == "4 ranks ran across 2 hosts: a, b"
 
 

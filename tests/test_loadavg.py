@@ -9,7 +9,9 @@ import os
 import pytest
 
 from cloudhpc import loadavg, signals
+from cloudhpc.analysis.compare import taken_under_load
 from cloudhpc.cli.main import main
+from cloudhpc.results.record import as_record
 
 CORES = os.cpu_count() or 1
 WARNING = "cloudhpc: warning: load average"
@@ -38,7 +40,7 @@ def test_a_timed_command_under_load_warns_in_one_line(monkeypatch, capsys, tmp_p
     )
     (path,) = (tmp_path / "res").glob("*.json")
     rec = json.loads(path.read_text())  # the record keeps it, and says it was under load
-    assert rec["provenance"]["load"]["before"][0] == busy and loadavg.under_load(rec)
+    assert rec["provenance"]["load"]["before"][0] == busy and taken_under_load(as_record(rec))
     # on a quiet machine, for a command that times nothing, for a dry run: no warning
     code, err = _cli(monkeypatch, capsys, 0.05, *bench)
     assert code == 0 and WARNING not in err, err

@@ -9,13 +9,14 @@ before and after it (`provenance.load`); this module says what that means:
   something: run, bench, npb, profile, campaign, predict's curves, demo); the command line calls
   `warning()` as a command that succeeded ends and prints it: one line naming the load average
   when it exceeded the machine's cores at the first run's start or at the end;
-- `under_load(record)` says whether a recorded run was taken so (results compare and the report
-  mark those cells).
+- `highest(record's provenance.load)` and `exceeds(load, cores)` say whether a recorded run was
+  taken so (analysis.compare.taken_under_load: results compare and the report mark those cells).
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 _started: float | None = None  # the 1-minute load as this process's first run started
@@ -71,12 +72,10 @@ def warning() -> str | None:
     )
 
 
-def record_load(record: dict[str, Any]) -> float | None:
-    """The highest 1-minute load average a record saw (before or after its run); None if it
-    kept none."""
-    prov = record.get("provenance")
-    load = prov.get("load") if isinstance(prov, dict) else None
-    if not isinstance(load, dict):
+def highest(load: Any) -> float | None:
+    """The higher 1-minute load average of a record's `provenance.load` ({before, after}: the
+    1, 5 and 15 minute averages each); None if it kept none."""
+    if not isinstance(load, Mapping):
         return None
     seen = [
         v[0]
@@ -84,10 +83,3 @@ def record_load(record: dict[str, Any]) -> float | None:
         if isinstance(v, list | tuple) and v and isinstance(v[0], int | float)
     ]
     return max(seen) if seen else None
-
-
-def under_load(record: dict[str, Any]) -> bool:
-    """Whether the run was taken while the load exceeded its host's cores."""
-    host = record.get("host")
-    cores = host.get("cores") if isinstance(host, dict) else None
-    return exceeds(record_load(record), cores if isinstance(cores, int) else None)

@@ -86,7 +86,7 @@ class Group:
     @property
     def under_load(self) -> int:
         """How many of its runs were taken while the load exceeded their host's cores."""
-        return sum(1 for r in self.records if loadavg.under_load(r))
+        return sum(1 for r in self.records if taken_under_load(r))
 
     @property
     def ci_wider_than_effect(self) -> bool:
@@ -306,6 +306,11 @@ def caveat_notes(groups: list[Group]) -> list[str]:
             "machine"
         )
     return notes
+
+
+def taken_under_load(r: Record) -> bool:
+    """Whether the run was taken while the load average exceeded its host's cores."""
+    return loadavg.exceeds(loadavg.highest(r.section("provenance").get("load")), r.host.cores)
 
 
 def parse_tolerance(text: str) -> float:
