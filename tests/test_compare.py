@@ -430,7 +430,7 @@ def test_compare_marks_the_cells_not_to_trust(real_templates, tmp_path):
     for rep in range(4):
         for env, t, load in (("native", 1.0, 0.2), ("vm-net", 3.0, 9.0)):
             recs.append(campaign_record(real_templates["ep"], campaign="busy", workload="ep",
-                                        cell={"env": env}, repetition=rep, load=load,
+                                        cell={"env": env}, repetition=rep + 1, load=load,
                                         total_s=t * (1 + 0.01 * rep)))  # fmt: skip
     write(results, recs)
     r = run_cli("results", "compare", "--results", str(results), "--campaign", "busy",

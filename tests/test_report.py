@@ -353,7 +353,7 @@ def test_cells_taken_under_load_are_marked(real_templates, tmp_path):
     results = tmp_path / "results"
     recs = [
         campaign_record(real_templates["ep"], campaign="busy", workload="ep",
-                        cell={"env": env}, repetition=rep, total_s=t * (1 + 0.01 * rep),
+                        cell={"env": env}, repetition=rep + 1, total_s=t * (1 + 0.01 * rep),
                         load=load)
         for rep in range(3)
         for env, t, load in (("native", 1.0, 0.2), ("vm-net", 2.0, 9.0))
