@@ -18,6 +18,8 @@ SUBCOMMANDS = (
     "npb",
     "profile",
     "predict",
+    "model",
+    "platform",
     "results",
     "report",
     "cluster",

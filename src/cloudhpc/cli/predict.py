@@ -26,6 +26,8 @@ examples:
   cloudhpc predict --profile last --env capped:200mbit -n 2    # the same run over 200 Mbit/s
   cloudhpc predict --profile 20261126T1049 --hosts demo.hosts --json
   cloudhpc predict --profile last --env vm-net --instance c5n.18xlarge --nodes 2
+  cloudhpc predict --model is.model.json --size class=A -n 2 --env native --json
+  cloudhpc predict --model is.model.json --size class=B -n 64 --platform cluster.platform.json
 """
 
 
@@ -42,12 +44,24 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         "shows (imbalance) carries over. docs/predict.md says what the model assumes and where "
         "it fails.\n\n" + EXAMPLES,
     )
-    p.add_argument(
+    src = p.add_argument_group("what to predict (one of)")
+    src.add_argument(
         "--profile",
-        required=True,
         metavar="PROFILE",
         help="the profile: a record id in --results (a unique prefix of one, or `last`), its "
-        ".files directory, its record or its profile.json",
+        ".files directory or its record or its profile.json; predicted at its own P and size",
+    )
+    src.add_argument(
+        "--model",
+        metavar="MODEL.json",
+        help="a scaling model (`cloudhpc model fit`): predicted at --size and -n, which may be "
+        "a P and problem size never run",
+    )
+    src.add_argument(
+        "--size",
+        metavar="KEY=VALUE",
+        help="with --model: the problem size, as the parameter that varied between its "
+        "profiles (class=A for NPB, n=1000000 for k-means)",
     )
     t = p.add_argument_group("target")
     t.add_argument(
@@ -60,11 +74,17 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         "--hosts", metavar="FILE", help="the target's hosts file (an emulated cluster's, or ssh)"
     )
     t.add_argument(
+        "--platform",
+        metavar="FILE",
+        help="with --model: a platform measured once (`cloudhpc platform measure`), a file or a "
+        "name in --results/platforms: nothing is measured",
+    )
+    t.add_argument(
         "-n",
         "--np",
         type=int,
         metavar="P",
-        help="ranks on the target (default: the profile's; another P has no scaling rule)",
+        help="ranks on the target (--profile: its own P, the default; --model: any P)",
     )
     t.add_argument("--mpi", default=None, metavar="NAME",
                    help="MPI implementation on the target (default: the profile's)")  # fmt: skip
@@ -163,8 +183,14 @@ def region_of(record: Record | None) -> float | None:
 
 # ---- the command -------------------------------------------------------------------------
 def _check_args(args: argparse.Namespace) -> None:
-    if args.env is None and args.hosts is None:
-        raise CloudhpcError("give the target: --env NAME or --hosts FILE")
+    if (args.profile is None) == (args.model is None):
+        raise CloudhpcError("give what to predict: --profile PROFILE or --model MODEL.json")
+    if args.model is None and (args.size is not None or args.platform is not None):
+        raise CloudhpcError("--size and --platform go with --model")
+    if args.platform is not None and (args.env is not None or args.hosts is not None):
+        raise CloudhpcError("--platform is the target: give it instead of --env or --hosts")
+    if args.env is None and args.hosts is None and args.platform is None:
+        raise CloudhpcError("give the target: --env NAME, --hosts FILE or --platform FILE")
     if (args.instance is None) != (args.nodes is None):
         raise CloudhpcError("--instance TYPE and --nodes N go together")
     if args.nodes is not None and args.nodes < 1:
@@ -178,6 +204,10 @@ def handle(args: argparse.Namespace) -> int:
     from ..curves import curves_for, describe_points
 
     _check_args(args)
+    if args.model is not None:
+        from .predict_model import handle_model
+
+        return handle_model(args)
     price = None
     if args.instance:
         from ..analysis.cost import load_prices

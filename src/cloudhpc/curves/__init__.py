@@ -163,3 +163,19 @@ def _merge(fresh: dict[str, Any], earlier: Record | None) -> dict[str, Any]:
 def _probe(record: Record) -> dict[str, Any]:
     m = record.metrics
     return {k: m[k] for k in ("compute_probe_s", "compute_probe_max_s") if k in m}
+
+
+def probe_of_machine(results_dir: str, machine: str) -> float | None:
+    """The compute probe of the newest curves record measured on `machine` (its ranks on that
+    machine), or None: the profiles' machine's speed, for a model's compute factor."""
+    try:
+        records = load_records(results_dir)
+    except CloudhpcError:
+        return None
+    for r in reversed(records):
+        key = (r.get("params") or {}).get("key") or {}
+        probe = (r.get("metrics") or {}).get("compute_probe_s")
+        if r.get("app") == APP and r.get("status") == "ok" and key.get("machine") == machine:
+            if isinstance(probe, (int, float)) and probe > 0:
+                return float(probe)
+    return None

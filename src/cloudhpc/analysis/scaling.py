@@ -1,0 +1,615 @@
+"""Scaling models: from profiles of one workload at a few process counts P and problem sizes N,
+formulas for what each rank role computes and what each MPI call site sends (docs/predict.md).
+
+    model = fit_model([observe(profile, record), ...])     # analysis only: reads, runs nothing
+    model.to_json()                                         # the MODEL.json of `model fit`
+
+Per profile (`observe`): the job's timed region R (a cloudhpc job's total_s), its start-up
+phases (jit, import: loading kernels, a constant cost), and per rank the MPI call sites inside
+the region that a curve prices (point-to-point, collectives, the waits of nonblocking
+messages): their calls, bytes per call and, for nonblocking messages, messages per call. Sites
+of cloudhpc's worker (before and after the region) and MPI_Init/Finalize are left out. A rank's
+compute time is R - start-up - its time in those calls (the rest of MPI, such as
+MPI_Comm_size, is in it: microseconds).
+
+Ranks are grouped into roles: "rank 0" (the root of rooted collectives, and at P = 1 the only
+rank) and "other ranks" (the mean of their counts and bytes, the slowest one's compute). Per
+role, compute_s(P, N) and per call site count(P, N), bytes(P, N) are fitted by the search of
+analysis/pmnf.py. A site fits over the profiles from the smallest P at which it appears (a
+halo exchange has no calls at P = 1); where it is missing at a larger P its count is 0.
+
+The size N: the one workload parameter that differs between the profiles; NPB's class is
+mapped to a number by npb/sizes.py (IS: keys; CG: nonzeros; MG, FT: grid points), any other
+parameter must be a number itself.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .. import __version__
+from ..errors import CloudhpcError
+from . import pmnf
+from .predict import COLLECTIVES, WAITS, curve_of, nonblocking_collective
+
+FORMAT = "cloudhpc.scaling-model"
+VERSION = 1
+ROLE0, OTHERS = "rank 0", "other ranks"
+STARTUP_PHASES = ("jit", "import")
+# which bytes of a call its curve reads: the block it sends, the block it receives, or the larger
+SENT = {"MPI_Send", "MPI_Ssend", "MPI_Rsend", "MPI_Bsend", "MPI_Isend", "MPI_Issend",
+        "MPI_Irsend", "MPI_Ibsend", "MPI_Gather", "MPI_Gatherv", "MPI_Allgather",
+        "MPI_Allgatherv", "MPI_Alltoall", "MPI_Alltoallv", "MPI_Alltoallw"}  # fmt: skip
+RECEIVED = {"MPI_Recv", "MPI_Mrecv", "MPI_Irecv", "MPI_Imrecv", "MPI_Scatter", "MPI_Scatterv"}
+DEFERRED = {"MPI_Isend": "send", "MPI_Issend": "send", "MPI_Irsend": "send",
+            "MPI_Ibsend": "send", "MPI_Irecv": "recv", "MPI_Imrecv": "recv",
+            "MPI_Start": "both", "MPI_Startall": "both", "MPI_Isendrecv": "both",
+            "MPI_Isendrecv_replace": "both"}  # fmt: skip
+OUTSIDE = ("MPI_Init", "MPI_Init_thread", "MPI_Finalize")
+
+
+# ---- one profile ---------------------------------------------------------------------------
+@dataclass
+class SiteObs:
+    call: str
+    where: str
+    count: float
+    bytes: float  # per call, in the direction the call's curve reads
+    messages: float = 1.0  # per call (nonblocking and persistent messages: from the histogram)
+    time_s: float = 0.0  # measured in it (shown, not fitted)
+
+
+@dataclass
+class RoleObs:
+    compute_s: float
+    sites: dict[str, SiteObs] = field(default_factory=dict)  # by key "call@where"
+
+
+@dataclass
+class Observation:
+    """One profile, as the fit sees it."""
+
+    id: str
+    nprocs: int
+    app: str
+    params: dict[str, Any]
+    mpi: str
+    mpi_version: str
+    env: str
+    machine: str
+    region_s: float
+    startup_s: float
+    roles: dict[str, RoleObs]
+    sites_from: str  # "call sites", or "functions" when the profile has no call sites
+
+
+def _label(app: str, params: dict[str, Any]) -> str:
+    if app == "npb":
+        return f"npb {params.get('kernel')}"
+    return app
+
+
+def observe(profile: Any, record: dict[str, Any]) -> Observation:
+    """The fit's view of one `cloudhpc profile --app` record and its profile; one line
+    (CloudhpcError) for a profile that cannot be a point of a model."""
+    rid = record.get("id", "?")
+    params = record.get("params") or {}
+    app = params.get("app")
+    if record.get("app") != "profile" or not app:
+        raise CloudhpcError(
+            f"{rid} is not a profile of a cloudhpc app (`cloudhpc profile --app APP ...`): "
+            "a model needs the app's parameters to know the problem size"
+        )
+    if record.get("status") != "ok" or record.get("exit_code") not in (0, None):
+        raise CloudhpcError(f"profile {rid} is of a failed run (status {record.get('status')})")
+    if record.get("verified") is False:
+        raise CloudhpcError(f"profile {rid} is of a run that failed its check (verified: false)")
+    extra = record.get("extra") or {}
+    jit = extra.get("app_jit") or {}
+    if jit.get("cache") == "cold":
+        raise CloudhpcError(
+            f"profile {rid} compiled {jit.get('compiled')} numba kernels during the run (its "
+            "times include the compilation): profile it again with numba's cache warm"
+        )
+    if profile.missing_ranks:
+        raise CloudhpcError(f"profile {rid} lacks ranks {profile.missing_ranks}")
+    timings = extra.get("app_timings") or {}
+    region = timings.get("total_s")
+    if not isinstance(region, (int, float)) or region <= 0:
+        raise CloudhpcError(f"profile {rid} has no timed region (total_s) of its job")
+    phases = timings.get("phases") or {}
+    startup = float(sum(phases.get(p, 0.0) for p in STARTUP_PHASES))
+    ranks = {rp.rank: _rank_sites(profile, rp) for rp in profile.ranks}
+    by_rank = {r: s for r, (s, _) in ranks.items()}
+    sites_from = "call sites" if all(how for _, how in ranks.values()) else "functions"
+    roles = {ROLE0: _role([0], by_rank, region, startup, profile)}
+    others = [r for r in by_rank if r != 0]
+    if others:
+        roles[OTHERS] = _role(others, by_rank, region, startup, profile)
+    mpi = record.get("mpi") or {}
+    host = record.get("host") or {}
+    return Observation(
+        id=rid,
+        nprocs=int(profile.nprocs),
+        app=str(app),
+        params=dict(params.get("params") or {}),
+        mpi=str(mpi.get("name") or ""),
+        mpi_version=str(mpi.get("version") or mpi.get("library_version") or ""),
+        env=str((record.get("env") or {}).get("name") or ""),
+        machine=str(host.get("hostname") or ""),
+        region_s=float(region),
+        startup_s=startup,
+        roles=roles,
+        sites_from=sites_from,
+    )
+
+
+def _inside(frames: list[Any], call: str) -> bool:
+    """Whether a call site is inside the job's timed region: not MPI_Init/Finalize, not
+    cloudhpc's worker (it times the region), not mpi4py's own clean-up."""
+    if call in OUTSIDE or not frames:
+        return call not in OUTSIDE
+    f = frames[0]
+    if f.file and f.file.replace("\\", "/").endswith("cloudhpc/worker.py"):
+        return False
+    return not (f.module and "mpi4py" in f.module and not f.python)
+
+
+def site_where(site: Any) -> str:
+    """A call site's place, the same across checkouts: cloudhpc's own files from their package
+    (`cloudhpc/npb/is_.py:261`), others as the profile names them."""
+    where = site.where()
+    i = where.rfind("/cloudhpc/")
+    return where[i + 1 :] if i >= 0 else where
+
+
+def _priced(call: str) -> bool:
+    return curve_of(call) is not None or call in WAITS
+
+
+def _per_call_bytes(call: str, sent: float, recv: float) -> float:
+    if call in SENT:
+        return sent
+    if call in RECEIVED:
+        return recv
+    return max(sent, recv)
+
+
+def _rank_sites(profile: Any, rp: Any) -> tuple[dict[str, tuple[SiteObs, float]], bool]:
+    """A rank's priced call sites inside the region: key -> (site, time in it); and whether
+    they came from call sites (else from functions: a profile recorded without them)."""
+    out: dict[str, tuple[SiteObs, float]] = {}
+    msgs = {name: _messages_per_call(st) for name, st in rp.calls.items()}
+    if profile.callsites and rp.callsites:
+        sites = {s.id: s for s in profile.callsites}
+        for sid, st in rp.callsites.items():
+            s = sites.get(sid)
+            if s is None or not st.count or not _priced(s.call) or not _inside(s.frames, s.call):
+                continue
+            where = site_where(s)
+            b = _per_call_bytes(s.call, st.bytes_sent, st.bytes_recv) / st.count
+            site = SiteObs(s.call, where, float(st.count), b, msgs.get(s.call, 1.0), st.time_s)
+            out[f"{s.call}@{where}"] = (site, float(st.time_s))
+        return out, True
+    for name, st in rp.calls.items():
+        if not st.count or not _priced(name):
+            continue
+        b = _per_call_bytes(name, st.bytes_sent, st.bytes_recv) / st.count
+        site = SiteObs(name, "(all sites)", float(st.count), b, msgs[name], st.time_s)
+        out[name] = (site, float(st.time_s))
+    return out, False
+
+
+def _messages_per_call(st: Any) -> float:
+    """Messages a call of a nonblocking or persistent function carries (its histogram counts
+    messages); 1 for any other."""
+    n = sum(int(v) for v in st.size_hist.values())
+    return n / st.count if st.count and n else 1.0
+
+
+def _role(ranks: list[int], by_rank: dict, region: float, startup: float, profile: Any) -> RoleObs:
+    """The role's sites (mean over its ranks; a rank without a site counts 0) and its slowest
+    rank's compute time."""
+    compute = max(max(region - startup - sum(t for _, t in by_rank[r].values()), 0.0)
+                  for r in ranks)  # fmt: skip
+    keys = sorted({k for r in ranks for k in by_rank[r]})
+    sites = {}
+    n = len(ranks)
+    for k in keys:
+        have = [by_rank[r][k][0] for r in ranks if k in by_rank[r]]
+        count = sum(s.count for s in have) / n
+        calls = sum(s.count for s in have)
+        b = sum(s.bytes * s.count for s in have) / calls
+        m = sum(s.messages * s.count for s in have) / calls
+        t = max(s.time_s for s in have)
+        sites[k] = SiteObs(have[0].call, have[0].where, count, b, m, t)
+    return RoleObs(compute, sites)
+
+
+# ---- the size axis -------------------------------------------------------------------------
+@dataclass
+class SizeAxis:
+    """What N is: the parameter `key` that varied (`class` for NPB), what N means, and for NPB
+    the table of classes (N and the timed iterations)."""
+
+    key: str | None
+    meaning: str
+    table: dict[str, float] | None = None
+    iterations: dict[str, int] | None = None
+
+    def value_of(self, given: Any) -> float:
+        """N for a size as the user gives it (`A` for class=A, `1000000` for n=1000000)."""
+        if self.table is not None:
+            cls = str(given).upper()
+            if cls not in self.table:
+                raise CloudhpcError(
+                    f"{self.key}={given}: not a class of this workload (known: "
+                    f"{', '.join(self.table)})"
+                )
+            return float(self.table[cls])
+        try:
+            v = float(given)
+        except (TypeError, ValueError):
+            raise CloudhpcError(f"{self.key}={given}: the size must be a number") from None
+        if not (math.isfinite(v) and v > 0):
+            raise CloudhpcError(f"{self.key}={given}: the size must be a positive number")
+        return v
+
+    def to_json(self) -> dict[str, Any]:
+        return {"key": self.key, "parameter": "N", "meaning": self.meaning, "table": self.table,
+                "iterations": self.iterations}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> SizeAxis:
+        return cls(d.get("key"), str(d.get("meaning", "")), d.get("table"), d.get("iterations"))
+
+
+def size_axis(obs: list[Observation]) -> tuple[SizeAxis, list[float]]:
+    """The parameter that varied between the profiles and N of each; one line for profiles of
+    different workloads (another app, another fixed parameter, two parameters varied)."""
+    first = obs[0]
+    for o in obs[1:]:
+        if o.app != first.app:
+            raise CloudhpcError(
+                f"profiles of different workloads: {first.id} is {first.app}, {o.id} is {o.app}"
+            )
+    keys = sorted({k for o in obs for k in o.params})
+    varied = [k for k in keys if len({_hashable(o.params.get(k)) for o in obs}) > 1]
+    if first.app == "npb":
+        if "kernel" in varied:
+            kernels = sorted({str(o.params.get("kernel")) for o in obs})
+            raise CloudhpcError(f"profiles of different workloads: NPB kernels {kernels}")
+        varied = [k for k in varied if k != "class"] + (["class"] if "class" in keys else [])
+    if len(varied) > 1:
+        raise CloudhpcError(
+            f"profiles of different workloads: they differ in {', '.join(varied)}; a model "
+            "varies one size parameter (and P)"
+        )
+    if first.app == "npb":
+        from ..npb.sizes import problem_sizes
+
+        sizes = problem_sizes(str(first.params.get("kernel")))
+        axis = SizeAxis("class", sizes.meaning, sizes.n, sizes.iterations)
+        return axis, [axis.value_of(o.params.get("class")) for o in obs]
+    if not varied:
+        return SizeAxis(None, "fixed: no size parameter varied"), [1.0] * len(obs)
+    key = varied[0]
+    values = []
+    for o in obs:
+        v = o.params.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0:
+            raise CloudhpcError(
+                f"profiles of different workloads: {key} is {v!r} in {o.id}; a size parameter "
+                "must be a positive number"
+            )
+        values.append(float(v))
+    return SizeAxis(key, f"the app's parameter {key}"), values
+
+
+def _hashable(v: Any) -> Any:
+    return repr(v) if isinstance(v, (dict, list)) else v
+
+
+# ---- the model -----------------------------------------------------------------------------
+@dataclass
+class SiteModel:
+    call: str
+    where: str
+    from_p: int  # the smallest P it appeared at: absent below
+    count: pmnf.Model
+    bytes: pmnf.Model
+    messages: pmnf.Model | None = None  # nonblocking and persistent messages per call
+    measured_s: float = 0.0  # the most time a profile spent in it (to order the sites)
+
+    @property
+    def key(self) -> str:
+        return f"{self.call}@{self.where}"
+
+    @property
+    def curve(self) -> str | None:
+        return curve_of(self.call)
+
+    def to_json(self) -> dict[str, Any]:
+        d = {"call": self.call, "where": self.where, "curve": self.curve, "from_p": self.from_p,
+             "measured_s": self.measured_s, "count": self.count.to_json(),
+             "bytes": self.bytes.to_json()}  # fmt: skip
+        if self.messages is not None:
+            d["messages"] = self.messages.to_json()
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> SiteModel:
+        m = d.get("messages")
+        return cls(str(d["call"]), str(d["where"]), int(d["from_p"]),
+                   pmnf.Model.from_json(d["count"]), pmnf.Model.from_json(d["bytes"]),
+                   pmnf.Model.from_json(m) if m else None,
+                   float(d.get("measured_s", 0.0)))  # fmt: skip
+
+
+@dataclass
+class RoleModel:
+    name: str
+    compute_s: pmnf.Model
+    sites: list[SiteModel]
+    p_values: list[int]  # the P it was fitted over
+
+    def to_json(self) -> dict[str, Any]:
+        return {"compute_s": self.compute_s.to_json(), "p_values": self.p_values,
+                "sites": [s.to_json() for s in self.sites]}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, name: str, d: dict[str, Any]) -> RoleModel:
+        return cls(name, pmnf.Model.from_json(d["compute_s"]),
+                   [SiteModel.from_json(s) for s in d.get("sites", [])],
+                   [int(p) for p in d.get("p_values", [])])  # fmt: skip
+
+
+@dataclass
+class ScalingModel:
+    workload: dict[str, Any]  # app, params (without the size), label
+    size: SizeAxis
+    mpi: dict[str, str]
+    env: str
+    machine: str
+    profiles: list[dict[str, Any]]  # id, nprocs, size, N
+    startup_s: pmnf.Model
+    roles: dict[str, RoleModel]
+    notes: list[str] = field(default_factory=list)
+    created_at: str = ""
+    compute_probe_s: float | None = None  # of the profiles' machine, where a record had one
+
+    @property
+    def p_range(self) -> tuple[int, int]:
+        ps = [p["nprocs"] for p in self.profiles]
+        return min(ps), max(ps)
+
+    @property
+    def n_range(self) -> tuple[float, float]:
+        ns = [p["N"] for p in self.profiles]
+        return min(ns), max(ns)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "created_at": self.created_at,
+            "cloudhpc_version": __version__,
+            "workload": self.workload,
+            "size": self.size.to_json(),
+            "mpi": self.mpi,
+            "env": self.env,
+            "machine": self.machine,
+            "compute_probe_s": self.compute_probe_s,
+            "profiles": self.profiles,
+            "range": {"P": list(self.p_range), "N": list(self.n_range)},
+            "startup_s": self.startup_s.to_json(),
+            "roles": {name: r.to_json() for name, r in self.roles.items()},
+            "notes": self.notes,
+        }
+
+    @classmethod
+    def from_json(cls, d: Any, where: str = "the model") -> ScalingModel:
+        if not isinstance(d, dict) or d.get("format") != FORMAT:
+            raise CloudhpcError(f"{where} is not a cloudhpc scaling model (`cloudhpc model fit`)")
+        if d.get("version") != VERSION:
+            raise CloudhpcError(
+                f"{where} is a scaling model of version {d.get('version')}; this cloudhpc reads "
+                f"version {VERSION}: fit it again"
+            )
+        try:
+            return cls(
+                workload=dict(d["workload"]),
+                size=SizeAxis.from_json(d["size"]),
+                mpi=dict(d.get("mpi") or {}),
+                env=str(d.get("env", "")),
+                machine=str(d.get("machine", "")),
+                profiles=list(d["profiles"]),
+                startup_s=pmnf.Model.from_json(d["startup_s"]),
+                roles={k: RoleModel.from_json(k, v) for k, v in d["roles"].items()},
+                notes=list(d.get("notes", [])),
+                created_at=str(d.get("created_at", "")),
+                compute_probe_s=d.get("compute_probe_s"),
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CloudhpcError(f"{where} is damaged: {type(e).__name__}: {e}") from None
+
+
+def fit_model(obs: list[Observation]) -> ScalingModel:
+    """The scaling model of these profiles; one line (CloudhpcError) for a set that cannot make
+    one: a single point, different workloads, MPIs or machines."""
+    if len(obs) < 2:
+        raise CloudhpcError(
+            "a single profile is a single point: a model needs profiles at two or more (P, N)"
+        )
+    first = obs[0]
+    for o in obs[1:]:
+        for what, a, b in (("MPI implementations", first.mpi, o.mpi),
+                           ("environments", first.env, o.env),
+                           ("machines", first.machine, o.machine)):  # fmt: skip
+            if a != b:
+                raise CloudhpcError(
+                    f"profiles of different {what}: {first.id} ran on {a or '?'}, {o.id} on "
+                    f"{b or '?'}; a model comes from one"
+                )
+    axis, ns = size_axis(obs)
+    points = sorted({(o.nprocs, n) for o, n in zip(obs, ns, strict=True)})
+    if len(points) < 2:
+        raise CloudhpcError(
+            f"every profile is at the same point (P = {first.nprocs}, {_size_label(axis, obs[0])}"
+            "): a model needs two or more different (P, N)"
+        )
+    if axis.iterations:
+        its = {axis.iterations[str(o.params.get("class")).upper()] for o in obs}
+        if len(its) > 1:
+            raise CloudhpcError(
+                "the profiles' classes run different numbers of iterations "
+                f"({sorted(its)}): fit classes with the same count (S, W, A)"
+            )
+    P = np.array([o.nprocs for o in obs], dtype=float)
+    N = np.array(ns)
+    startup = pmnf.fit({"P": P, "N": N}, [o.startup_s for o in obs])
+    roles = {}
+    for name in (ROLE0, OTHERS):
+        idx = [i for i, o in enumerate(obs) if name in o.roles]
+        if idx:
+            roles[name] = _fit_role(name, [obs[i] for i in idx], P[idx], N[idx])
+    model = ScalingModel(
+        workload={
+            "app": first.app,
+            "params": {k: v for k, v in first.params.items() if k != axis.key},
+            "label": _label(first.app, first.params),
+        },
+        size=axis,
+        mpi={"name": first.mpi, "version": first.mpi_version},
+        env=first.env,
+        machine=first.machine,
+        profiles=[
+            {
+                "id": o.id,
+                "nprocs": o.nprocs,
+                "size": o.params.get(axis.key) if axis.key else None,
+                "N": n,
+                "sites_from": o.sites_from,
+            }
+            for o, n in zip(obs, ns, strict=True)
+        ],  # fmt: skip
+        startup_s=startup,
+        roles=roles,
+        created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+    )
+    model.notes = _notes(model, obs, axis)
+    return model
+
+
+def _size_label(axis: SizeAxis, o: Observation) -> str:
+    return f"{axis.key}={o.params.get(axis.key)}" if axis.key else "one size"
+
+
+def _fit_role(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray) -> RoleModel:
+    pts = {"P": P, "N": N}
+    compute = pmnf.fit(pts, [o.roles[name].compute_s for o in obs])
+    keys = sorted({k for o in obs for k in o.roles[name].sites})
+    sites = []
+    for k in keys:
+        present = [i for i, o in enumerate(obs) if k in o.roles[name].sites]
+        from_p = int(min(P[i] for i in present))
+        use = [i for i, o in enumerate(obs) if P[i] >= from_p]
+        sub = {"P": P[use], "N": N[use]}
+        count = [obs[i].roles[name].sites[k].count if i in present else 0.0 for i in use]
+        have = [i for i in use if i in present]  # bytes and messages: where it has calls
+        one = obs[present[0]].roles[name].sites[k]
+        b = pmnf.fit({"P": P[have], "N": N[have]},
+                     [obs[i].roles[name].sites[k].bytes for i in have])  # fmt: skip
+        msgs = None
+        if one.call in DEFERRED:
+            msgs = pmnf.fit({"P": P[have], "N": N[have]},
+                            [obs[i].roles[name].sites[k].messages for i in have])  # fmt: skip
+        spent = max(obs[i].roles[name].sites[k].time_s for i in present)
+        sites.append(SiteModel(one.call, one.where, from_p, pmnf.fit(sub, count), b, msgs, spent))
+    sites.sort(key=lambda s: -s.measured_s)
+    return RoleModel(name, compute, sites, sorted({int(p) for p in P}))
+
+
+def _notes(model: ScalingModel, obs: list[Observation], axis: SizeAxis) -> list[str]:
+    """What the profiles cannot tell, each with the runs that would."""
+    notes = []
+    ps = sorted({o.nprocs for o in obs})
+    sizes = sorted({o.params.get(axis.key) for o in obs}, key=str) if axis.key else []
+    if len(ps) == 1:
+        notes.append(
+            f"P did not vary (all at P = {ps[0]}): no term in P; add profiles at another P "
+            f"(-n {max(1, ps[0] // 2) if ps[0] > 1 else 2} or -n {ps[0] * 2})"
+        )
+    elif len(ps) == 2:
+        notes.append(
+            f"P: two values ({ps[0]}, {ps[1]}): each P term's exponent rests on two points; "
+            f"add -n {ps[-1] * 2} for a cross-validated choice"
+        )
+    if axis.key and len(sizes) == 1:
+        notes.append(f"{axis.key} did not vary: no term in N; add profiles at another size")
+    elif axis.key and len(sizes) == 2:
+        notes.append(
+            f"N: two sizes ({axis.key} = {', '.join(map(str, sizes))}): each N term's exponent "
+            "rests on two points and no constant can be told from it; add a third size"
+        )
+    if OTHERS in model.roles and len(model.roles[OTHERS].p_values) == 1:
+        p = model.roles[OTHERS].p_values[0]
+        notes.append(
+            f"other ranks were profiled at P = {p} only: their terms do not depend on P; add "
+            f"-n {p * 2}"
+        )
+    if any(o.sites_from == "functions" for o in obs):
+        notes.append(
+            "some profiles have no call sites (profile --callsite-depth 0): their calls are "
+            "modelled per MPI function, including the worker's own calls"
+        )
+    return notes
+
+
+def describe_rows(model: ScalingModel, top: int | None = None) -> list[dict[str, Any]]:
+    """One row per fitted formula, for the terminal: role, quantity, formula, fit quality;
+    `top`: only the sites that took the most time in the profiles."""
+    rows = [_row("every rank", "start-up s", model.startup_s)]
+    for name, role in model.roles.items():
+        rows.append(_row(name, "compute s", role.compute_s))
+        for s in role.sites[:top]:
+            where = s.where if len(s.where) < 40 else "..." + s.where[-37:]
+            label = f"{s.call} @ {where}"
+            rows.append(_row(name, f"{label} count", s.count))
+            if s.call not in WAITS and _size_rule(s.call) != "none":
+                rows.append(_row(name, f"{label} bytes", s.bytes))
+            if s.messages is not None and s.messages.formula() != "1":
+                rows.append(_row(name, f"{label} messages/call", s.messages))
+    return rows
+
+
+def _size_rule(call: str) -> str:
+    if call in COLLECTIVES:
+        return COLLECTIVES[call][1]
+    nb = nonblocking_collective(call)
+    return nb[1] if nb else "hist"
+
+
+def _row(role: str, what: str, m: pmnf.Model) -> dict[str, Any]:
+    return {"role": role, "quantity": what, "formula": m.formula(), "RSS": m.rss,
+            "SMAPE %": m.smape, "adj. R^2": m.ar2, "cv SMAPE %": m.cv_smape}  # fmt: skip
+
+
+def load_model(path: str) -> ScalingModel:
+    """A MODEL.json; one line for a missing, damaged or other-version file."""
+    try:
+        with open(path) as fh:
+            d = json.load(fh)
+    except FileNotFoundError:
+        raise CloudhpcError(f"no model file {path}") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise CloudhpcError(f"cannot read model file {path}: {e}") from None
+    except (ValueError, RecursionError) as e:
+        raise CloudhpcError(f"{path} is damaged: not JSON ({e})") from None
+    return ScalingModel.from_json(d, path)

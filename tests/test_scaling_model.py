@@ -1,0 +1,293 @@
+"""Scaling models (analysis/scaling.py) and predictions from them (analysis/whatif.py), on
+synthetic profiles whose true formulas are known: `model fit` recovers them, `predict --model`
+prices them on a synthetic platform to the figure computed by hand; bad input is one line."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+from pathlib import Path
+
+import pytest
+from helpers import assert_one_line_error, run_cli
+
+from cloudhpc.analysis.curves import Curve, Curves, Point
+from cloudhpc.analysis.platform import Platform, load_platform
+from cloudhpc.analysis.scaling import ScalingModel, fit_model, observe
+from cloudhpc.analysis.whatif import predict
+from cloudhpc.profile.model import CallSite, CallStats, Frame, Profile, RankProfile
+from cloudhpc.results.store import SCHEMA
+
+KEYS = {"S": 2**16, "W": 2**20, "A": 2**23}
+HOST = socket.gethostname()
+
+
+def truth(P: int, N: float) -> dict:
+    """The synthetic workload: compute 0.01 + 3e-8 N / P s; per rank 11 Allreduces of
+    8 sqrt(N) bytes and 11 Alltoallvs of 4 N / P bytes (at P >= 2); 0.15 s start-up."""
+    return {
+        "compute": 0.01 + 3e-8 * N / P,
+        "allreduce": (11, 8 * math.sqrt(N)),
+        "alltoallv": (11, 4 * N / P) if P >= 2 else None,
+        "startup": 0.15,
+    }
+
+
+def site(i: int, call: str, line: int) -> CallSite:
+    f = Frame(file="/x/src/cloudhpc/npb/is_.py", line=line, function="rank_keys", python=True)
+    return CallSite(i, call, [f])
+
+
+def stats(count: int, t: float, nbytes: float) -> CallStats:
+    b = int(round(nbytes * count))
+    return CallStats(count, t, t / count, t / count, b, b, {})
+
+
+def make_profile(P: int, cls: str) -> tuple[Profile, dict]:
+    N = KEYS[cls]
+    w = truth(P, N)
+    sites = [site(1, "MPI_Allreduce", 261), site(2, "MPI_Alltoallv", 275)]
+    ranks = []
+    comm_t = 0.002  # time in the calls (taken out of compute)
+    for r in range(P):
+        cs = {1: stats(w["allreduce"][0], comm_t, w["allreduce"][1])}
+        calls = {"MPI_Allreduce": cs[1]}
+        if w["alltoallv"]:
+            cs[2] = stats(w["alltoallv"][0], comm_t, w["alltoallv"][1])
+            calls["MPI_Alltoallv"] = cs[2]
+        region = w["startup"] + w["compute"] + sum(c.time_s for c in cs.values())
+        rp = RankProfile(r, region + 0.5, sum(c.time_s for c in cs.values()), calls, [], [], [], [],
+                         callsites=cs)  # fmt: skip
+        ranks.append((rp, region))
+    prof = Profile(P, [rp for rp, _ in ranks], callsites=sites, callsite_depth=1)
+    record = {
+        "schema": SCHEMA,
+        "id": f"20260101T000000-profile-{cls}{P}",
+        "app": "profile",
+        "started_at": "2026-01-01T00:00:00+00:00",
+        "status": "ok",
+        "exit_code": 0,
+        "nprocs": P,
+        "params": {"app": "npb", "params": {"kernel": "is", "class": cls, "corrupt": False}},
+        "mpi": {"name": "mpich", "version": "4.3"},
+        "env": {"name": "native"},
+        "host": {"hostname": HOST},
+        "verified": True,
+        "extra": {
+            "app_timings": {"total_s": ranks[0][1], "phases": {"jit": w["startup"]}},
+            "app_jit": {"cache": "warm", "compiled": 0},
+        },
+    }
+    return prof, record
+
+
+def linear_curves(P: int) -> Curves:
+    """t = 1e-5 + 1e-9 x bytes for every operation (a 1 GB/s link, 10 us)."""
+    sizes = [0, 4, 1024, 2**16, 2**20, 2**24, 2**26]
+    ops = ("pingpong", "sendrecv", "allreduce", "alltoallv", "alltoall", "bcast", "barrier")
+    return Curves({op: Curve(op, [Point(s, 1e-5 + 1e-9 * s, 0.0, 100) for s in sizes])
+                   for op in ops})  # fmt: skip
+
+
+def platform(ps=(2,), machine=HOST) -> Platform:
+    return Platform("synthetic", {p: linear_curves(p) for p in ps}, 0.05,
+                    {"env": "native", "machine": machine}, {"name": "mpich"})  # fmt: skip
+
+
+def fitted() -> ScalingModel:
+    return fit_model([observe(*make_profile(P, c)) for c in "SW" for P in (1, 2)])
+
+
+def test_fit_recovers_the_true_formulas():
+    m = fitted()
+    assert m.size.key == "class" and m.size.table["A"] == 2**23
+    assert m.startup_s.formula() == "0.15"
+    r0 = m.roles["rank 0"]
+    assert r0.compute_s.formula() == "0.01 + 3e-08 * P^-1 * N"
+    sites = {s.call: s for s in r0.sites}
+    assert sites["MPI_Allreduce"].count.formula() == "11"
+    assert sites["MPI_Allreduce"].bytes.formula() == "8 * N^(1/2)"
+    assert sites["MPI_Allreduce"].where == "cloudhpc/npb/is_.py:261"
+    a2a = sites["MPI_Alltoallv"]
+    assert a2a.from_p == 2  # no Alltoallv at P = 1: not part of the P = 1 fit
+    assert a2a.bytes.formula() == "2 * N"  # 4 N / P at P = 2 (P = 2 only: no P term)
+    assert any("add -n 4" in n for n in m.notes)
+    back = ScalingModel.from_json(json.loads(json.dumps(m.to_json())))
+    assert back.roles["rank 0"].compute_s.formula() == r0.compute_s.formula()
+
+
+def test_prediction_at_a_new_size_is_the_formula_priced_on_the_curves():
+    m = fitted()
+    p = predict(m, "A", 2, platform())
+    N = 2**23
+    w = truth(2, N)
+    expect = 0.15 + w["compute"]
+    expect += 11 * (1e-5 + 1e-9 * 8 * math.sqrt(N))  # allreduce: the whole vector
+    expect += 11 * (1e-5 + 1e-9 * (4 * N / 2) / 2)  # alltoallv: one block, bytes / P
+    assert p.total_s == pytest.approx(expect, rel=1e-6)
+    assert p.compute_factor == 1.0
+    out = p.to_json()
+    assert out["predicted_total_s"] == pytest.approx(expect, rel=1e-6)
+    assert out["low_s"] <= expect <= out["high_s"]
+    compute = next(t for t in out["terms"] if t["term"] == "compute" and t["role"] == "rank 0")
+    assert compute["extrapolated"] and "N 8x the largest fitted" in compute["why"]
+    start = next(t for t in out["terms"] if t["term"] == "start-up")
+    assert not start["extrapolated"]  # a constant is not extrapolated in N
+    # further from the measured points, a wider range relative to the figure
+    far = predict(m, "C", 2, platform()) if "C" in m.size.table else None
+    if far is not None:
+        assert far.sd_s / far.total_s > p.sd_s / p.total_s
+
+
+def test_collectives_extrapolated_in_p_name_their_algorithm():
+    m = fitted()
+    p = predict(m, "W", 8, platform(ps=(2,)))
+    ar = next(t for t in p.terms if t.what.startswith("MPI_Allreduce") and t.role == "rank 0")
+    assert ar.extrapolated and ar.algorithm == "Rabenseifner (reduce-scatter + allgather)"
+    assert any("allreduce at P = 8 by Rabenseifner" in w for w in ar.why)
+    # a platform measured only above the target's P cannot answer
+    with pytest.raises(Exception, match="none at or below P = 1"):
+        predict(m, "W", 1, platform(ps=(2,)))
+
+
+def test_compute_factor_from_the_probes_on_another_machine():
+    m = fitted()
+    m.compute_probe_s = 0.025
+    p = predict(m, "W", 2, platform(machine="elsewhere"))
+    assert p.compute_factor == pytest.approx(2.0)  # 0.05 s there, 0.025 s here
+    base = predict(m, "W", 2, platform())
+    comp = [t.time_s for t in p.terms if t.what == "compute" and t.role == "rank 0"][0]
+    comp0 = [t.time_s for t in base.terms if t.what == "compute" and t.role == "rank 0"][0]
+    assert comp == pytest.approx(2 * comp0)
+
+
+def test_bad_sets_of_profiles_are_refused():
+    one = observe(*make_profile(2, "S"))
+    with pytest.raises(Exception, match="single point"):
+        fit_model([one])
+    prof, rec = make_profile(2, "W")
+    rec["mpi"] = {"name": "openmpi"}
+    with pytest.raises(Exception, match="different MPI implementations"):
+        fit_model([one, observe(prof, rec)])
+    prof, rec = make_profile(2, "W")
+    rec["params"]["params"]["kernel"] = "cg"
+    with pytest.raises(Exception, match="different workloads"):
+        fit_model([one, observe(prof, rec)])
+    prof, rec = make_profile(2, "W")
+    rec["status"], rec["exit_code"] = "failed", 1
+    with pytest.raises(Exception, match="failed run"):
+        observe(prof, rec)
+    prof, rec = make_profile(2, "W")
+    rec["extra"]["app_jit"] = {"cache": "cold", "compiled": 3}
+    with pytest.raises(Exception, match="numba's cache warm"):
+        observe(prof, rec)
+
+
+# ---- the command line ----------------------------------------------------------------------
+def write_profiles(results: Path, points) -> list[str]:
+    results.mkdir(parents=True, exist_ok=True)
+    ids = []
+    for P, cls in points:
+        prof, rec = make_profile(P, cls)
+        files = results / f"{rec['id']}.files"
+        files.mkdir()
+        (files / "profile.json").write_text(json.dumps(prof.to_json()))
+        (results / f"{rec['id']}.json").write_text(json.dumps(rec))
+        ids.append(rec["id"])
+    return ids
+
+
+@pytest.fixture
+def fitted_cli(tmp_path):
+    results = tmp_path / "res"
+    ids = write_profiles(results, [(p, c) for c in "SW" for p in (1, 2)])
+    model = tmp_path / "is.model.json"
+    r = run_cli("model", "fit", *[w for i in ids for w in ("--profile", i)], "--results",
+                str(results), "--out", str(model))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    plat = tmp_path / "synthetic.platform.json"
+    plat.write_text(json.dumps(platform().to_json()))
+    return results, model, plat, r
+
+
+def test_model_fit_and_predict_on_a_platform_file(fitted_cli):
+    results, model, plat, r = fitted_cli
+    assert "0.01 + 3e-08 * P^-1 * N" in r.stdout and "8 * N^(1/2)" in r.stdout
+    assert "cv SMAPE" in r.stdout
+    r = run_cli("predict", "--model", str(model), "--size", "class=A", "-n", "2", "--platform",
+                str(plat), "--results", str(results), "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    direct = predict(ScalingModel.from_json(json.loads(model.read_text())), "A", 2,
+                     load_platform(plat))  # fmt: skip
+    assert out["predicted_total_s"] == pytest.approx(direct.total_s)
+    assert out["range_s"] == [pytest.approx(direct.low_s), pytest.approx(direct.high_s)]
+    assert any(t["extrapolated"] for t in out["terms"])
+    assert all(isinstance(t["extrapolated"], bool) for t in out["terms"])
+
+
+@pytest.mark.parametrize(
+    "extra, needle",
+    [
+        (["--size", "class=Q"], "not a class"),
+        (["--size", "n=5"], "size parameter is class"),
+        (["--size", "class=B"], "iterations"),  # IS's B: 10 iterations, as fitted: accepted
+    ],
+)
+def test_predict_bad_sizes(fitted_cli, extra, needle):
+    results, model, plat, _ = fitted_cli
+    r = run_cli("predict", "--model", str(model), "-n", "2", "--platform", str(plat),
+                "--results", str(results), *extra)  # fmt: skip
+    if needle == "iterations":
+        assert r.returncode == 0, r.stderr
+        return
+    assert_one_line_error(r, needle)
+    assert r.returncode == 2
+
+
+def test_damaged_platform_and_model_files(fitted_cli, tmp_path):
+    results, model, plat, _ = fitted_cli
+    base = ["predict", "--model", str(model), "--size", "class=A", "-n", "2", "--results",
+            str(results)]  # fmt: skip
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert_one_line_error(run_cli(*base, "--platform", str(bad)), "damaged")
+    d = json.loads(plat.read_text())
+    d["version"] = 99
+    bad.write_text(json.dumps(d))
+    assert_one_line_error(run_cli(*base, "--platform", str(bad)), "version 99")
+    d = json.loads(plat.read_text())
+    d["curves"] = {"4": d["curves"]["2"]}
+    bad.write_text(json.dumps(d))
+    assert_one_line_error(run_cli(*base, "--platform", str(bad)), "none at or below P = 2")
+    m = json.loads(model.read_text())
+    m["version"] = 7
+    bad.write_text(json.dumps(m))
+    r = run_cli("predict", "--model", str(bad), "--size", "class=A", "-n", "2", "--platform",
+                str(plat), "--results", str(results))  # fmt: skip
+    assert_one_line_error(r, "version 7")
+
+
+def test_model_fit_bad_input_writes_nothing(tmp_path):
+    results = tmp_path / "res"
+    ids = write_profiles(results, [(2, "S")])
+    out = tmp_path / "m.json"
+    r = run_cli("model", "fit", "--profile", ids[0], "--results", str(results), "--out", str(out))
+    assert_one_line_error(r, "single point")
+    assert r.returncode == 2 and not out.exists()
+    r = run_cli("model", "fit", "--profile", ids[0], "--profile", ids[0], "--results",
+                str(results), "--out", str(out))  # fmt: skip
+    assert_one_line_error(r, "given twice")
+    assert not out.exists()
+
+
+def test_size_far_outside_the_fit_is_refused(fitted_cli):
+    results, model, plat, _ = fitted_cli
+    m = json.loads(model.read_text())
+    m["size"]["table"]["Z"] = 1e12  # a class 10^6 x beyond the fitted W
+    m["size"]["iterations"]["Z"] = 10
+    model.write_text(json.dumps(m))
+    r = run_cli("predict", "--model", str(model), "--size", "class=Z", "-n", "2", "--platform",
+                str(plat), "--results", str(results))  # fmt: skip
+    assert_one_line_error(r, "outside anything this model can say")
