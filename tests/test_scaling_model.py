@@ -291,3 +291,36 @@ def test_size_far_outside_the_fit_is_refused(fitted_cli):
     r = run_cli("predict", "--model", str(model), "--size", "class=Z", "-n", "2", "--platform",
                 str(plat), "--results", str(results))  # fmt: skip
     assert_one_line_error(r, "outside anything this model can say")
+
+
+def test_platform_measure_list_show_and_predict_from_it(fitted_cli, tmp_path):
+    """A real platform of this machine (2 ranks, the whole sweep: ~20 s), read back by list,
+    show and predict; a bad name or target is one line."""
+    results, model, _, _ = fitted_cli
+    r = run_cli("platform", "measure", "here", "--env", "native", "-n", "2", "--results",
+                str(results), "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    info = json.loads(r.stdout)
+    path = Path(info["file"])
+    assert path == results / "platforms" / "here.json" and info["P"] == "2"
+    plat = load_platform(path)
+    assert plat.compute_probe_s > 0 and plat.machine == HOST
+    assert {"pingpong", "allreduce", "alltoallv"} <= set(plat.curves[2].curves)
+    assert len(plat.curves[2].curve("allreduce").points) >= 2
+    listed = json.loads(run_cli("platform", "list", "--results", str(results), "--json").stdout)
+    assert [p["name"] for p in listed] == ["here"]
+    r = run_cli("platform", "show", "here", "--results", str(results))
+    assert r.returncode == 0 and "pingpong" in r.stdout
+    r = run_cli("predict", "--model", str(model), "--size", "class=A", "-n", "4", "--platform",
+                "here", "--results", str(results), "--json")  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    ar = [t for t in out["terms"] if t["term"].startswith("MPI_Allreduce")]
+    assert ar and all(t["extrapolated"] and t["algorithm"] for t in ar)  # P = 4 from P = 2
+    assert out["compute_factor"] == 1.0
+    bad = run_cli("platform", "measure", "no/slash", "--env", "native", "-n", "2",
+                  "--results", str(results))  # fmt: skip
+    assert_one_line_error(bad, "platform name")
+    bad = run_cli("platform", "measure", "x", "-n", "2", "--results", str(results))
+    assert_one_line_error(bad, "give the target")
+    assert not (results / "platforms" / "x.json").exists()
