@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+EXTRAP_VENV := benchmarks/.venv-extrap
 
 # Debian packages the tests use: iproute2 (ip, tc) for the emulated cluster (tests/test_cluster.py;
 # its tests are skipped without root); binutils (addr2line) resolves profile call sites to
@@ -91,7 +92,11 @@ bench: $(STAMP)
 	@echo "== Java peers: Hadoop 3.4.1 MapReduce and Giraph 1.3.0 (benchmarks/seed_peers.py), built by"
 	@echo "   Maven; slow the first time (about 300 MB of jars from Maven Central), seconds after"
 	mvn -B -f benchmarks/peers/hadoop/pom.xml package
+	@echo "== Extra-P 4.2.5 (benchmarks/scaling_models.py), in a venv of its own: it pins numpy < 2"
+	@echo "   and PySide6, so it is never a dependency of cloudhpc"
+	test -x $(EXTRAP_VENV)/bin/extrap || ($(PYTHON) -m venv $(EXTRAP_VENV) && \
+	  $(EXTRAP_VENV)/bin/pip install --progress-bar on "extrap==4.2.5")
 	@echo "== ready: .venv/bin/python benchmarks/NAME.py --help (results in benchmarks/runs/)"
 
 clean:
-	rm -rf $(VENV) cloudhpc-results
+	rm -rf $(VENV) $(EXTRAP_VENV) cloudhpc-results

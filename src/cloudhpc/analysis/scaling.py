@@ -511,27 +511,68 @@ def _size_label(axis: SizeAxis, o: Observation) -> str:
     return f"{axis.key}={o.params.get(axis.key)}" if axis.key else "one size"
 
 
-def _fit_role(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray) -> RoleModel:
-    pts = {"P": P, "N": N}
-    compute = pmnf.fit(pts, [o.roles[name].compute_s for o in obs])
-    keys = sorted({k for o in obs for k in o.roles[name].sites})
-    sites = []
-    for k in keys:
+@dataclass
+class FitInput:
+    """One quantity's points, as the search sees them (and as benchmarks export them to
+    Extra-P): `quantity` is "compute s", or a site's "count", "bytes" or "messages"."""
+
+    role: str
+    site: str | None  # "call@where", None for compute
+    quantity: str
+    P: np.ndarray
+    N: np.ndarray
+    values: np.ndarray
+
+    def fit(self) -> pmnf.Model:
+        return pmnf.fit({"P": self.P, "N": self.N}, self.values)
+
+
+def role_inputs(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray) -> list[FitInput]:
+    """A role's quantities: its compute time over every profile; per site, its calls from the
+    smallest P it appeared at (0 where it is missing above), its bytes and messages per call
+    where it has calls."""
+    out = [FitInput(name, None, "compute s", P, N,
+                    np.array([o.roles[name].compute_s for o in obs]))]  # fmt: skip
+    for k in sorted({k for o in obs for k in o.roles[name].sites}):
         present = [i for i, o in enumerate(obs) if k in o.roles[name].sites]
-        from_p = int(min(P[i] for i in present))
-        use = [i for i, o in enumerate(obs) if P[i] >= from_p]
-        sub = {"P": P[use], "N": N[use]}
+        from_p = min(P[i] for i in present)
+        use = [i for i in range(len(obs)) if P[i] >= from_p]
         count = [obs[i].roles[name].sites[k].count if i in present else 0.0 for i in use]
-        have = [i for i in use if i in present]  # bytes and messages: where it has calls
-        one = obs[present[0]].roles[name].sites[k]
-        b = pmnf.fit({"P": P[have], "N": N[have]},
-                     [obs[i].roles[name].sites[k].bytes for i in have])  # fmt: skip
-        msgs = None
-        if one.call in DEFERRED:
-            msgs = pmnf.fit({"P": P[have], "N": N[have]},
-                            [obs[i].roles[name].sites[k].messages for i in have])  # fmt: skip
-        spent = max(obs[i].roles[name].sites[k].time_s for i in present)
-        sites.append(SiteModel(one.call, one.where, from_p, pmnf.fit(sub, count), b, msgs, spent))
+        out.append(FitInput(name, k, "count", P[use], N[use], np.array(count)))
+        for q in ("bytes", "messages"):
+            if q == "messages" and obs[present[0]].roles[name].sites[k].call not in DEFERRED:
+                continue
+            vals = [getattr(obs[i].roles[name].sites[k], q) for i in present]
+            out.append(FitInput(name, k, q, P[present], N[present], np.array(vals)))
+    return out
+
+
+def fit_inputs(obs: list[Observation]) -> list[FitInput]:
+    """Every quantity a model of these profiles fits (start-up first, then per role)."""
+    _, ns = size_axis(obs)
+    P = np.array([o.nprocs for o in obs], dtype=float)
+    N = np.array(ns)
+    out = [FitInput("every rank", None, "start-up s", P, N, np.array([o.startup_s for o in obs]))]
+    for name in (ROLE0, OTHERS):
+        idx = [i for i, o in enumerate(obs) if name in o.roles]
+        if idx:
+            out += role_inputs(name, [obs[i] for i in idx], P[idx], N[idx])
+    return out
+
+
+def _fit_role(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray) -> RoleModel:
+    inputs = role_inputs(name, obs, P, N)
+    compute = inputs[0].fit()
+    by_site: dict[str, dict[str, FitInput]] = {}
+    for fi in inputs[1:]:
+        by_site.setdefault(fi.site, {})[fi.quantity] = fi
+    sites = []
+    for k, q in by_site.items():
+        one = next(o.roles[name].sites[k] for o in obs if k in o.roles[name].sites)
+        spent = max(o.roles[name].sites[k].time_s for o in obs if k in o.roles[name].sites)
+        msgs = q["messages"].fit() if "messages" in q else None
+        sites.append(SiteModel(one.call, one.where, int(q["count"].P.min()), q["count"].fit(),
+                               q["bytes"].fit(), msgs, spent))  # fmt: skip
     sites.sort(key=lambda s: -s.measured_s)
     return RoleModel(name, compute, sites, sorted({int(p) for p in P}))
 
