@@ -318,6 +318,14 @@ def _constant(y: np.ndarray) -> Model:
     return _quality(Model(float(y.mean()), cv_smape=cv), {}, y)
 
 
+def constant(values: np.ndarray | list[float]) -> Model:
+    """The constant model of `values` (their mean), with its fit quality."""
+    y = np.asarray(values, dtype=float)
+    if y.ndim != 1 or len(y) == 0:
+        raise ValueError("no points to fit")
+    return _constant(y)
+
+
 def blocks_for(param: str, x: np.ndarray, negative: bool) -> list[Factor]:
     """The building blocks a parameter may use at these values: log terms need every value
     >= 1 (log2(1) = 0), negative log exponents every value > 1. (Extra-P drops every log term
