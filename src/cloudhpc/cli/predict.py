@@ -190,7 +190,8 @@ def _check_args(args: argparse.Namespace) -> None:
     if args.platform is not None and (args.env is not None or args.hosts is not None):
         raise CloudhpcError("--platform is the target: give it instead of --env or --hosts")
     if args.env is None and args.hosts is None and args.platform is None:
-        raise CloudhpcError("give the target: --env NAME, --hosts FILE or --platform FILE")
+        more = ", --hosts FILE or --platform FILE" if args.model else " or --hosts FILE"
+        raise CloudhpcError(f"give the target: --env NAME{more}")
     if (args.instance is None) != (args.nodes is None):
         raise CloudhpcError("--instance TYPE and --nodes N go together")
     if args.nodes is not None and args.nodes < 1:
