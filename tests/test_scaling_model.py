@@ -162,6 +162,28 @@ def test_compute_factor_from_the_probes_on_another_machine():
     assert comp == pytest.approx(2 * comp0)
 
 
+def test_waiting_beyond_the_transfer_carries_over():
+    """Each call's time beyond its transfer on the profiles' own curves is fitted per call and
+    added on the target: here 0.002 s per 11 calls minus the transfer, the same at any N."""
+    from cloudhpc.analysis.scaling import apply_source_curves, source_points
+
+    obs = [observe(*make_profile(P, c)) for c in "SW" for P in (1, 2)]
+    assert source_points(obs)[2]["alltoallv"]  # what model fit measures on the profiles' env
+    apply_source_curves(obs, {1: linear_curves(1), 2: linear_curves(2)})
+    m = fit_model(obs)
+    ar = next(s for s in m.roles["rank 0"].sites if s.call == "MPI_Allreduce")
+    N = 2**20  # W: 0.002 s over 11 calls, minus a transfer of 1e-5 + 1e-9 x 8 sqrt(N)
+    want = 0.002 / 11 - (1e-5 + 1e-9 * 8 * math.sqrt(N))
+    assert ar.rest.evaluate({"P": 2, "N": N}) == pytest.approx(want, rel=0.05)
+    with_wait = predict(m, "A", 2, platform())
+    without = predict(fitted(), "A", 2, platform())
+    added = sum(11 * max(float(s.rest.evaluate({"P": 2, "N": 2**23})), 0.0)
+                for s in m.roles[with_wait.slowest_role].sites)  # fmt: skip
+    assert with_wait.total_s - without.total_s == pytest.approx(added, rel=1e-6)
+    assert not any("waiting in MPI calls is not modelled" in n for n in m.notes)
+    assert any("waiting in MPI calls is not modelled" in n for n in fitted().notes)
+
+
 def test_bad_sets_of_profiles_are_refused():
     one = observe(*make_profile(2, "S"))
     with pytest.raises(Exception, match="single point"):
@@ -204,7 +226,7 @@ def fitted_cli(tmp_path):
     ids = write_profiles(results, [(p, c) for c in "SW" for p in (1, 2)])
     model = tmp_path / "is.model.json"
     r = run_cli("model", "fit", *[w for i in ids for w in ("--profile", i)], "--results",
-                str(results), "--out", str(model))  # fmt: skip
+                str(results), "--out", str(model), "--no-curves")  # fmt: skip
     assert r.returncode == 0, r.stderr
     plat = tmp_path / "synthetic.platform.json"
     plat.write_text(json.dumps(platform().to_json()))
@@ -318,6 +340,15 @@ def test_platform_measure_list_show_and_predict_from_it(fitted_cli, tmp_path):
     ar = [t for t in out["terms"] if t["term"].startswith("MPI_Allreduce")]
     assert ar and all(t["extrapolated"] and t["algorithm"] for t in ar)  # P = 4 from P = 2
     assert out["compute_factor"] == 1.0
+    # model fit on the profiles' machine splits each call's time: the profiles' curves measured
+    ids = [f"20260101T000000-profile-{c}{p}" for c in "SW" for p in (1, 2)]
+    again = results.parent / "waits.model.json"
+    r = run_cli("model", "fit", *[w for i in ids for w in ("--profile", i)], "--results",
+                str(results), "--out", str(again))  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert "the profiles' environment's curves" in r.stderr
+    sites = json.loads(again.read_text())["roles"]["rank 0"]["sites"]
+    assert all("rest_s" in s for s in sites)
     bad = run_cli("platform", "measure", "no/slash", "--env", "native", "-n", "2",
                   "--results", str(results))  # fmt: skip
     assert_one_line_error(bad, "platform name")

@@ -16,7 +16,9 @@ Ranks are grouped into roles: "rank 0" (the root of rooted collectives, and at P
 rank) and "other ranks" (the mean of their counts and bytes, the slowest one's compute). Per
 role, compute_s(P, N) and per call site count(P, N), bytes(P, N) are fitted by the search of
 analysis/pmnf.py. A site fits over the profiles from the smallest P at which it appears (a
-halo exchange has no calls at P = 1); where it is missing at a larger P its count is 0.
+halo exchange has no calls at P = 1); where it is missing at a larger P its count is 0. With
+the profiles' own environment's curves (`apply_source_curves`, measured by `model fit`), each
+site's time per call beyond its transfer (waiting, overhead) is fitted too ("rest s").
 
 The size N: the one workload parameter that differs between the profiles; NPB's class is
 mapped to a number by npb/sizes.py (IS: keys; CG: nonzeros; MG, FT: grid points), any other
@@ -36,7 +38,18 @@ import numpy as np
 from .. import __version__
 from ..errors import CloudhpcError
 from . import pmnf
-from .predict import COLLECTIVES, WAITS, curve_of, nonblocking_collective
+from .curves import Curves
+from .predict import (
+    COLLECTIVES,
+    PINGPONG,
+    REDUCTION_CURVES,
+    SENDRECV,
+    WAITS,
+    curve_of,
+    grid_points,
+    nonblocking_collective,
+    transfer,
+)
 
 FORMAT = "cloudhpc.scaling-model"
 VERSION = 1
@@ -62,7 +75,9 @@ class SiteObs:
     count: float
     bytes: float  # per call, in the direction the call's curve reads
     messages: float = 1.0  # per call (nonblocking and persistent messages: from the histogram)
-    time_s: float = 0.0  # measured in it (shown, not fitted)
+    time_s: float = 0.0  # measured in it (the role's slowest rank; to order the sites)
+    per_call_s: float = 0.0  # the role's mean time per call
+    rest_s: float | None = None  # per call beyond the transfer on the source's curves
 
 
 @dataclass
@@ -228,8 +243,94 @@ def _role(ranks: list[int], by_rank: dict, region: float, startup: float, profil
         b = sum(s.bytes * s.count for s in have) / calls
         m = sum(s.messages * s.count for s in have) / calls
         t = max(s.time_s for s in have)
-        sites[k] = SiteObs(have[0].call, have[0].where, count, b, m, t)
+        per_call = sum(s.time_s for s in have) / calls
+        sites[k] = SiteObs(have[0].call, have[0].where, count, b, m, t, per_call)
     return RoleObs(compute, sites)
+
+
+# ---- waiting: the time beyond the transfer -------------------------------------------------
+def curve_bytes(call: str, nbytes: float, p: int) -> float:
+    """A call's bytes per call in its curve's terms (an all-to-all's: one block, bytes / P)."""
+    rule = _size_rule(call)
+    if rule == "none":
+        return 0.0
+    return nbytes / p if rule in ("per_P", "block") else nbytes
+
+
+def deferred_entries(sites: list[tuple[str, float, float, float]]):
+    """Nonblocking and persistent messages, (call, calls, bytes per call, messages per call)
+    each, as the curve that prices them (Sendrecv when they go both ways, else ping-pong) and
+    their (size, messages) sent and received."""
+    sent, recv = [], []
+    for call, calls, nbytes, per in sites:
+        per = max(per, 1.0)
+        entry = (nbytes / per, calls * per)
+        if DEFERRED[call] in ("send", "both"):
+            sent.append(entry)
+        if DEFERRED[call] in ("recv", "both"):
+            recv.append(entry)
+    return (SENDRECV if sent and recv else PINGPONG), sent, recv
+
+
+def source_points(obs: list[Observation]) -> dict[int, dict[str, list[int]]]:
+    """Per profiled P, the (curve, size) points of its sites on the profiles' own environment:
+    what to measure there to split each call's time into transfer and the rest."""
+    need: dict[int, dict[str, set[int]]] = {}
+    for o in obs:
+        mine = need.setdefault(o.nprocs, {})
+        for ro in o.roles.values():
+            deferred = []
+            for s in ro.sites.values():
+                if s.call in DEFERRED:
+                    deferred.append((s.call, s.count, s.bytes, s.messages))
+                    continue
+                op = curve_of(s.call)
+                if op is None or s.call in WAITS or (o.nprocs < 2 and op in (PINGPONG, SENDRECV)):
+                    continue
+                size = curve_bytes(s.call, s.bytes, o.nprocs)
+                mine.setdefault(op, set()).update(grid_points(size, op in REDUCTION_CURVES))
+            if deferred and o.nprocs >= 2:
+                op, sent, recv = deferred_entries(deferred)
+                for size, _ in sent + recv:
+                    mine.setdefault(op, set()).update(grid_points(size))
+    return {p: {op: sorted(v) for op, v in sorted(d.items())} for p, d in sorted(need.items()) if d}
+
+
+def apply_source_curves(obs: list[Observation], curves: dict[int, Curves]) -> None:
+    """Each site's time per call beyond its transfer on the profiles' own curves at its P (0 at
+    least): the waiting and overhead that carries over to a target, as `predict --profile`
+    carries it. Waits of nonblocking messages: beyond their share of the role's deferred
+    transfer. Point-to-point at P = 1 transfers nothing."""
+    for o in obs:
+        c = curves.get(o.nprocs)
+        if c is None:
+            continue
+        for ro in o.roles.values():
+            deferred, waits = [], []
+            for s in ro.sites.values():
+                if s.call in DEFERRED:
+                    deferred.append((s.call, s.count, s.bytes, s.messages))
+                    s.rest_s = s.per_call_s
+                elif s.call in WAITS:
+                    waits.append(s)
+                else:
+                    s.rest_s = max(s.per_call_s - _source_transfer(c, s, o.nprocs), 0.0)
+            shared = 0.0
+            if deferred and o.nprocs >= 2:
+                op, sent, recv = deferred_entries(deferred)
+                if op in c.curves:
+                    shared = max(transfer(c, op, sent).t_s, transfer(c, op, recv).t_s)
+            calls = sum(w.count for w in waits) or 1.0
+            for w in waits:
+                share = shared * w.count / calls
+                w.rest_s = max(w.per_call_s - share / w.count, 0.0) if w.count else 0.0
+
+
+def _source_transfer(c: Curves, s: SiteObs, p: int) -> float:
+    op = curve_of(s.call)
+    if op is None or op not in c.curves or (p < 2 and op in (PINGPONG, SENDRECV)):
+        return 0.0
+    return transfer(c, op, [(curve_bytes(s.call, s.bytes, p), 1)]).t_s
 
 
 # ---- the size axis -------------------------------------------------------------------------
@@ -326,6 +427,7 @@ class SiteModel:
     bytes: pmnf.Model
     messages: pmnf.Model | None = None  # nonblocking and persistent messages per call
     measured_s: float = 0.0  # the most time a profile spent in it (to order the sites)
+    rest: pmnf.Model | None = None  # s per call beyond the transfer (None: not measured)
 
     @property
     def key(self) -> str:
@@ -341,6 +443,8 @@ class SiteModel:
              "bytes": self.bytes.to_json()}  # fmt: skip
         if self.messages is not None:
             d["messages"] = self.messages.to_json()
+        if self.rest is not None:
+            d["rest_s"] = self.rest.to_json()
         return d
 
     @classmethod
@@ -349,7 +453,8 @@ class SiteModel:
         return cls(str(d["call"]), str(d["where"]), int(d["from_p"]),
                    pmnf.Model.from_json(d["count"]), pmnf.Model.from_json(d["bytes"]),
                    pmnf.Model.from_json(m) if m else None,
-                   float(d.get("measured_s", 0.0)))  # fmt: skip
+                   float(d.get("measured_s", 0.0)),
+                   pmnf.Model.from_json(d["rest_s"]) if d.get("rest_s") else None)  # fmt: skip
 
 
 @dataclass
@@ -441,36 +546,9 @@ class ScalingModel:
 
 
 def fit_model(obs: list[Observation]) -> ScalingModel:
-    """The scaling model of these profiles; one line (CloudhpcError) for a set that cannot make
-    one: a single point, different workloads, MPIs or machines."""
-    if len(obs) < 2:
-        raise CloudhpcError(
-            "a single profile is a single point: a model needs profiles at two or more (P, N)"
-        )
+    """The scaling model of these profiles (check_profiles first)."""
+    axis, ns = check_profiles(obs)
     first = obs[0]
-    for o in obs[1:]:
-        for what, a, b in (("MPI implementations", first.mpi, o.mpi),
-                           ("environments", first.env, o.env),
-                           ("machines", first.machine, o.machine)):  # fmt: skip
-            if a != b:
-                raise CloudhpcError(
-                    f"profiles of different {what}: {first.id} ran on {a or '?'}, {o.id} on "
-                    f"{b or '?'}; a model comes from one"
-                )
-    axis, ns = size_axis(obs)
-    points = sorted({(o.nprocs, n) for o, n in zip(obs, ns, strict=True)})
-    if len(points) < 2:
-        raise CloudhpcError(
-            f"every profile is at the same point (P = {first.nprocs}, {_size_label(axis, obs[0])}"
-            "): a model needs two or more different (P, N)"
-        )
-    if axis.iterations:
-        its = {axis.iterations[str(o.params.get("class")).upper()] for o in obs}
-        if len(its) > 1:
-            raise CloudhpcError(
-                "the profiles' classes run different numbers of iterations "
-                f"({sorted(its)}): fit classes with the same count (S, W, A)"
-            )
     P = np.array([o.nprocs for o in obs], dtype=float)
     N = np.array(ns)
     # loading kernels costs the same at any P and N: a term would only fit the load's noise
@@ -508,6 +586,40 @@ def fit_model(obs: list[Observation]) -> ScalingModel:
     return model
 
 
+def check_profiles(obs: list[Observation]) -> tuple[SizeAxis, list[float]]:
+    """The size axis and N of each profile; one line (CloudhpcError) for a set that cannot make
+    a model: a single point, different workloads, MPIs, environments or machines."""
+    if len(obs) < 2:
+        raise CloudhpcError(
+            "a single profile is a single point: a model needs profiles at two or more (P, N)"
+        )
+    first = obs[0]
+    for o in obs[1:]:
+        for what, a, b in (("MPI implementations", first.mpi, o.mpi),
+                           ("environments", first.env, o.env),
+                           ("machines", first.machine, o.machine)):  # fmt: skip
+            if a != b:
+                raise CloudhpcError(
+                    f"profiles of different {what}: {first.id} ran on {a or '?'}, {o.id} on "
+                    f"{b or '?'}; a model comes from one"
+                )
+    axis, ns = size_axis(obs)
+    points = sorted({(o.nprocs, n) for o, n in zip(obs, ns, strict=True)})
+    if len(points) < 2:
+        raise CloudhpcError(
+            f"every profile is at the same point (P = {first.nprocs}, {_size_label(axis, obs[0])}"
+            "): a model needs two or more different (P, N)"
+        )
+    if axis.iterations:
+        its = {axis.iterations[str(o.params.get("class")).upper()] for o in obs}
+        if len(its) > 1:
+            raise CloudhpcError(
+                "the profiles' classes run different numbers of iterations "
+                f"({sorted(its)}): fit classes with the same count (S, W, A)"
+            )
+    return axis, ns
+
+
 def _size_label(axis: SizeAxis, o: Observation) -> str:
     return f"{axis.key}={o.params.get(axis.key)}" if axis.key else "one size"
 
@@ -540,10 +652,13 @@ def role_inputs(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray)
         use = [i for i in range(len(obs)) if P[i] >= from_p]
         count = [obs[i].roles[name].sites[k].count if i in present else 0.0 for i in use]
         out.append(FitInput(name, k, "count", P[use], N[use], np.array(count)))
-        for q in ("bytes", "messages"):
-            if q == "messages" and obs[present[0]].roles[name].sites[k].call not in DEFERRED:
+        sites = [obs[i].roles[name].sites[k] for i in present]
+        for q in ("bytes", "messages", "rest s"):
+            if q == "messages" and sites[0].call not in DEFERRED:
                 continue
-            vals = [getattr(obs[i].roles[name].sites[k], q) for i in present]
+            if q == "rest s" and any(x.rest_s is None for x in sites):
+                continue
+            vals = [x.rest_s if q == "rest s" else getattr(x, q) for x in sites]
             out.append(FitInput(name, k, q, P[present], N[present], np.array(vals)))
     return out
 
@@ -572,8 +687,9 @@ def _fit_role(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray) -
         one = next(o.roles[name].sites[k] for o in obs if k in o.roles[name].sites)
         spent = max(o.roles[name].sites[k].time_s for o in obs if k in o.roles[name].sites)
         msgs = q["messages"].fit() if "messages" in q else None
+        rest = q["rest s"].fit() if "rest s" in q else None
         sites.append(SiteModel(one.call, one.where, int(q["count"].P.min()), q["count"].fit(),
-                               q["bytes"].fit(), msgs, spent))  # fmt: skip
+                               q["bytes"].fit(), msgs, spent, rest))  # fmt: skip
     sites.sort(key=lambda s: -s.measured_s)
     return RoleModel(name, compute, sites, sorted({int(p) for p in P}))
 
@@ -606,6 +722,11 @@ def _notes(model: ScalingModel, obs: list[Observation], axis: SizeAxis) -> list[
             f"other ranks were profiled at P = {p} only: their terms do not depend on P; add "
             f"-n {p * 2}"
         )
+    if not any(s.rest is not None for r in model.roles.values() for s in r.sites):
+        notes.append(
+            "waiting in MPI calls is not modelled (the profiles' environment's curves were not "
+            "measured): a call costs its transfer on the target only"
+        )
     if any(o.sites_from == "functions" for o in obs):
         notes.append(
             "some profiles have no call sites (profile --callsite-depth 0): their calls are "
@@ -626,6 +747,8 @@ def describe_rows(model: ScalingModel, top: int | None = None) -> list[dict[str,
             rows.append(_row(name, f"{label} count", s.count))
             if s.call not in WAITS and _size_rule(s.call) != "none":
                 rows.append(_row(name, f"{label} bytes", s.bytes))
+            if s.rest is not None:
+                rows.append(_row(name, f"{label} rest s/call", s.rest))
             if s.messages is not None and s.messages.formula() != "1":
                 rows.append(_row(name, f"{label} messages/call", s.messages))
     return rows

@@ -6,15 +6,18 @@ model (analysis/scaling.py) and the platform's curves (analysis/platform.py). Re
 
 Per rank role, at (P', N'):
 
-    T_role = k compute_s(P', N') + start-up(P', N')
-             + sum over call sites of count(P', N') x t_curve(op, size(P', N'), P')
+    T_role = k compute_s(P', N') + start-up
+             + sum over call sites of count(P', N') x (t_curve(op, size(P', N'), P')
+                                                       + k rest(P', N'))
 
 with k the compute factor (the platform's compute probe / the profiles' machine's; 1 on the
 same machine), t_curve the platform's curve of the call's operation at P' (a collective's
 extrapolated to P' by its algorithm when the platform was measured at a smaller P:
 analysis/collectives.py), and the size in the curve's terms (an all-to-all's block is its
-bytes / P'). Nonblocking and persistent messages are priced in their waits, as exchanges
-(the sendrecv curve) when the role both sends and receives them, else one way (ping-pong).
+bytes / P'), rest the site's time per call beyond its transfer on the profiles' own curves
+(waiting, overhead: analysis/scaling.apply_source_curves). Nonblocking and persistent
+messages are priced in their waits, as exchanges (the sendrecv curve) when the role both sends
+and receives them, else one way (ping-pong).
 The prediction is the slowest role's time.
 
 Uncertainty (one standard deviation, per term, added in quadrature): each fitted quantity's
@@ -34,9 +37,8 @@ from ..errors import CloudhpcError
 from . import collectives
 from .platform import Platform
 from .pmnf import Model
-from .predict import COLLECTIVES, PINGPONG, REDUCTION_CURVES, SENDRECV, WAITS, curve_of
-from .predict import nonblocking_collective as _nb
-from .scaling import DEFERRED, OTHERS, ROLE0, ScalingModel
+from .predict import PINGPONG, REDUCTION_CURVES, SENDRECV, WAITS, curve_of
+from .scaling import DEFERRED, OTHERS, ROLE0, ScalingModel, curve_bytes
 
 SENSIBLE = 1000.0  # N' beyond 1000x the largest or below 1/1000 of the smallest fitted N: refused
 MAX_P = 1 << 20
@@ -222,7 +224,7 @@ def predict(
         p_range = (min(rm.p_values), max(rm.p_values))
         mine = _role_terms(model, role, rm, n, nprocs, p_range, k, curves, measured_p)
         terms += mine
-        comm = sum(t.time_s for t in mine if t.curve or t.what.startswith("waits"))
+        comm = sum(t.time_s for t in mine if t.what not in ("compute", "start-up"))
         total = sum(t.time_s for t in mine)
         var = sum(t.sd_s**2 for t in mine)
         totals[role] = {"total_s": total, "mpi_s": comm, "sd_s": math.sqrt(var)}
@@ -268,8 +270,9 @@ def _role_terms(model, role, rm, n, p, p_range, k, curves, measured_p) -> list[T
         rel = math.hypot(_rel(s.count) * (1 + d_c), _rel(s.bytes) * (1 + d_b))
         why = sorted(set(why_c + why_b))
         label = f"{s.call} @ {s.where}"
+        wait_t, wait_sd = _rest(s, calls, n, p, n_range, p_range, k, why)
         if s.call in WAITS:
-            waits.append((label, calls, rel, why))
+            waits.append((label, calls, wait_t, wait_sd, why))
             continue
         if s.call in DEFERRED:
             per = max(float(s.messages.evaluate({"P": p, "N": n})), 1.0) if s.messages else 1.0
@@ -278,14 +281,21 @@ def _role_terms(model, role, rm, n, p, p_range, k, curves, measured_p) -> list[T
                 sent.append(entry)
             if DEFERRED[s.call] in ("recv", "both"):
                 recv.append(entry)
-            out.append(Term(role, label, 0.0, 0.0, calls, nbytes / per, None,
-                            why=["posted here, transferred in the waits"]))  # fmt: skip
+            out.append(Term(role, label, wait_t, wait_sd, calls, nbytes / per, None,
+                            extrapolated=bool(why),
+                            why=["posted here, transferred in the waits", *why]))  # fmt: skip
             continue
         op = curve_of(s.call)
         if op is None or calls == 0:
             continue
-        size = _curve_bytes(s.call, nbytes, p)
-        out.append(_priced(role, label, op, size, calls, rel, why, curves, measured_p, p))
+        size = curve_bytes(s.call, nbytes, p)
+        t = _priced(role, label, op, size, calls, rel, why, curves, measured_p, p)
+        t.time_s += wait_t
+        t.sd_s = math.hypot(t.sd_s, wait_sd)
+        out.append(t)
+    if waits and not (sent or recv):
+        for label, calls, wait_t, wait_sd, w in waits:
+            out.append(Term(role, label, wait_t, wait_sd, calls, extrapolated=bool(w), why=w))
     if sent or recv:
         op = SENDRECV if sent and recv else PINGPONG
         legs = []
@@ -302,28 +312,29 @@ def _role_terms(model, role, rm, n, p, p_range, k, curves, measured_p) -> list[T
             legs.append((t, var, why, ex))
         t, var, why, ex = max(legs, key=lambda x: x[0])
         if waits:
-            total_calls = sum(c for _, c, _, _ in waits) or 1.0
-            for label, calls, _, w in waits:
+            total_calls = sum(w[1] for w in waits) or 1.0
+            for label, calls, wait_t, wait_sd, w in waits:
                 share = calls / total_calls
-                out.append(Term(role, f"{label} (nonblocking, {op})", t * share,
-                                math.sqrt(var) * share, calls, 0.0, op,
-                                extrapolated=ex, why=sorted(set(why + w))))  # fmt: skip
+                sd = math.hypot(math.sqrt(var) * share, wait_sd)
+                out.append(Term(role, f"{label} (nonblocking, {op})", t * share + wait_t, sd,
+                                calls, 0.0, op, extrapolated=ex or bool(w),
+                                why=sorted(set(why + w))))  # fmt: skip
         else:
             out.append(Term(role, f"waits: nonblocking ({op})", t, math.sqrt(var), 0.0, 0.0, op,
                             extrapolated=ex, why=sorted(set(why))))  # fmt: skip
     return out
 
 
-def _curve_bytes(call: str, nbytes: float, p: int) -> float:
-    rule = COLLECTIVES.get(call, (None, "hist"))[1]
-    nb = _nb(call)
-    if nb:
-        rule = nb[1]
-    if rule == "none":
-        return 0.0
-    if rule in ("per_P", "block"):
-        return nbytes / p
-    return nbytes
+def _rest(s, calls, n, p, n_range, p_range, k, why) -> tuple[float, float]:  # noqa: PLR0913
+    """A site's waiting and overhead beyond its transfer (scaled by k, as computation), and its
+    sd; adds to `why` when that formula is extrapolated."""
+    if s.rest is None or calls == 0:
+        return 0.0, 0.0
+    per = max(float(s.rest.evaluate({"P": p, "N": n})), 0.0)
+    d, w = _distance(s.rest, n, p, n_range, p_range)
+    why += [x for x in w if x not in why]
+    t = k * calls * per
+    return t, t * _rel(s.rest) * (1 + d)
 
 
 def _priced(role, label, op, size, calls, rel, why, curves, measured_p, p) -> Term:  # noqa: PLR0913
@@ -373,7 +384,7 @@ def needed_points(model: ScalingModel, size: Any, nprocs: int) -> dict[str, list
             op = curve_of(s.call)
             if op is None:
                 continue
-            b = _curve_bytes(s.call, nbytes, nprocs)
+            b = curve_bytes(s.call, nbytes, nprocs)
             need.setdefault(op, set()).update(grid_points(b, op in REDUCTION_CURVES))
         if deferred:
             dirs = {d for _, d in deferred}

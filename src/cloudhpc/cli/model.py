@@ -11,7 +11,7 @@ from typing import Any
 from ..errors import CloudhpcError
 from ..launch.options import DEFAULT_RESULTS
 from .parser import add_subparser
-from .ui import err, out, print_table
+from .ui import ProgressMonitor, err, out, print_table
 
 DESCRIPTION = """\
 A scaling model says how a workload's compute time, MPI calls and bytes grow with the process
@@ -51,6 +51,15 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         "its record; give it once per profile",
     )
     f.add_argument("--out", required=True, metavar="MODEL.json", help="where the model goes")
+    f.add_argument(
+        "--no-curves",
+        action="store_true",
+        help="do not measure the profiles' environment's curves (a few seconds, cached): each "
+        "call's time is then not split into transfer and waiting, and a prediction prices the "
+        "transfer only",
+    )
+    f.add_argument("--timeout", type=float, metavar="SEC", help="end a curves measurement "
+                   "after SEC seconds")  # fmt: skip
     _common(f)
     s = add_subparser(sub, "show", "print a scaling model's formulas")
     s.add_argument("model", metavar="MODEL.json")
@@ -78,14 +87,14 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from ..analysis.scaling import fit_model, observe
+    from ..analysis.scaling import check_profiles, fit_model, observe
     from ..atomic import write_json
     from ..curves import probe_of_machine
     from ..paths import check_output_file
     from .predict import load_source
 
     check_output_file(args.out, "--out")
-    seen, obs = set(), []
+    seen, obs, loaded = set(), [], {}
     for given in args.profile:
         profile, record, files = load_source(given, args.results)
         if record is None:
@@ -97,12 +106,48 @@ def _fit(args: argparse.Namespace) -> int:
             raise CloudhpcError(f"profile {record['id']} is given twice")
         seen.add(record["id"])
         obs.append(observe(profile, record))
+        loaded.setdefault(profile.nprocs, (profile, record))
+    check_profiles(obs)  # every one-line refusal before anything is measured
+    if not args.no_curves:
+        _split_waiting(obs, loaded, args)
     model = fit_model(obs)
     model.compute_probe_s = probe_of_machine(args.results, model.machine)
     write_json(args.out, model.to_json())
     _print(model, args)
     err.print(f"model: {args.out}", highlight=False, markup=False)
     return 0
+
+
+def _split_waiting(obs: list, loaded: dict, args: argparse.Namespace) -> None:
+    """The profiles' own environment's curves at each profiled P (measured now, or the cached
+    record that covers them), so that each call's time splits into transfer and waiting."""
+    import dataclasses
+
+    from ..analysis.scaling import apply_source_curves, source_points
+    from ..curves import curves_for, describe_points
+    from ..launch.options import make_job
+    from .predict import source_options
+
+    curves = {}
+    for p, needed in source_points(obs).items():
+        profile, record = loaded[p]
+        try:
+            opts = source_options(profile, record, args.results)
+        except CloudhpcError as e:  # recorded elsewhere, a cluster that is down
+            err.print(f"waiting in MPI calls not modelled: {e}", highlight=False, markup=False)
+            return
+        job = make_job("bench.curves", {}, dataclasses.replace(opts, timeout=args.timeout))
+        monitor = ProgressMonitor(f"curves of {job.env} at P = {p} (the profiles')",
+                                  quiet_stdout=True)  # fmt: skip
+        try:
+            c, _, measured = curves_for(job, needed, monitor=monitor)
+        finally:
+            monitor.close()
+        if measured:
+            err.print(f"measured the profiles' environment's curves ({job.env}, {p} ranks): "
+                      f"{describe_points(measured)}", highlight=False, markup=False)  # fmt: skip
+        curves[p] = c
+    apply_source_curves(obs, curves)
 
 
 def _print(model: Any, args: argparse.Namespace) -> None:
