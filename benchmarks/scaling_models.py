@@ -75,7 +75,8 @@ def synthetic() -> list[dict]:
 
 def profiled(args: argparse.Namespace) -> list[dict]:
     """The fit inputs of real models: from --profiles-from DIR, or profiled now."""
-    from cloudhpc.analysis.scaling import fit_inputs, observe
+    from cloudhpc.analysis.profile_points import observe
+    from cloudhpc.analysis.scaling import fit_inputs
     from cloudhpc.npb.sizes import problem_sizes
     from cloudhpc.profile import load_profile
     from cloudhpc.results.store import files_dir
@@ -130,7 +131,8 @@ def _measured_target(args: argparse.Namespace, name: str, obs) -> dict:
     its quantities, to see which model came closer."""
     if not args.profiles_from or name == "kmeans":
         return {}
-    from cloudhpc.analysis.scaling import fit_inputs, observe
+    from cloudhpc.analysis.profile_points import observe
+    from cloudhpc.analysis.scaling import fit_inputs
     from cloudhpc.profile import load_profile
     from cloudhpc.results.store import files_dir
 

@@ -14,7 +14,8 @@ from helpers import assert_one_line_error, run_cli
 
 from cloudhpc.analysis.curves import Curve, Curves, Point
 from cloudhpc.analysis.platform import Platform, load_platform
-from cloudhpc.analysis.scaling import ScalingModel, fit_model, observe
+from cloudhpc.analysis.profile_points import observe
+from cloudhpc.analysis.scaling import ScalingModel, fit_model
 from cloudhpc.analysis.whatif import predict
 from cloudhpc.profile.model import CallSite, CallStats, Frame, Profile, RankProfile
 from cloudhpc.results.store import SCHEMA
@@ -165,7 +166,7 @@ def test_compute_factor_from_the_probes_on_another_machine():
 def test_waiting_beyond_the_transfer_carries_over():
     """Each call's time beyond its transfer on the profiles' own curves is fitted per call and
     added on the target: here 0.002 s per 11 calls minus the transfer, the same at any N."""
-    from cloudhpc.analysis.scaling import apply_source_curves, source_points
+    from cloudhpc.analysis.profile_points import apply_source_curves, source_points
 
     obs = [observe(*make_profile(P, c)) for c in "SW" for P in (1, 2)]
     assert source_points(obs)[2]["alltoallv"]  # what model fit measures on the profiles' env

@@ -38,7 +38,8 @@ from . import collectives
 from .platform import Platform
 from .pmnf import Model
 from .predict import PINGPONG, REDUCTION_CURVES, SENDRECV, WAITS, curve_of
-from .scaling import DEFERRED, OTHERS, ROLE0, ScalingModel, curve_bytes
+from .profile_points import DEFERRED, OTHERS, ROLE0, curve_bytes
+from .scaling import ScalingModel
 
 SENSIBLE = 1000.0  # N' beyond 1000x the largest or below 1/1000 of the smallest fitted N: refused
 MAX_P = 1 << 20

@@ -87,7 +87,8 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def _fit(args: argparse.Namespace) -> int:
-    from ..analysis.scaling import check_profiles, fit_model, observe
+    from ..analysis.profile_points import observe
+    from ..analysis.scaling import check_profiles, fit_model
     from ..atomic import write_json
     from ..curves import probe_of_machine
     from ..paths import check_output_file
@@ -123,7 +124,7 @@ def _split_waiting(obs: list, loaded: dict, args: argparse.Namespace) -> None:
     record that covers them), so that each call's time splits into transfer and waiting."""
     import dataclasses
 
-    from ..analysis.scaling import apply_source_curves, source_points
+    from ..analysis.profile_points import apply_source_curves, source_points
     from ..curves import curves_for, describe_points
     from ..launch.options import make_job
     from .predict import source_options
