@@ -32,6 +32,10 @@ Where this differs from Extra-P, and why:
   implies, rounded to Extra-P's set.
 - Step 3 also picks by cross-validated SMAPE (Extra-P: in-sample SMAPE), with and without the
   constant, so that a fourth coefficient does not win only because it fits the noise.
+- `exhaustive=True` (not Extra-P's) replaces steps 1-3 for two parameters by every pair of
+  building blocks in Extra-P's four shapes: on lines of two points each parameter's best term
+  is chosen without a constant, so a fixed cost lowers its exponent; every pair recovers such
+  a constant from clean data, and overfits noisy data (thousands of hypotheses, four points).
 - Leave-one-out residuals come from the hat matrix, e_loo = e / (1 - h), which is exact for
   least squares, so that the search is array arithmetic over every hypothesis and point at once.
 
@@ -427,10 +431,12 @@ def fit(
     values: np.ndarray | list[float],
     *,
     negative: frozenset[str] | set[str] = frozenset({"P"}),
+    exhaustive: bool = False,
 ) -> Model:
     """The formula for `values` measured at `points` ({parameter: values}, one per point), by
     the search of the module's docstring. `negative`: parameters that may take negative
-    exponents."""
+    exponents; `exhaustive`: two parameters try every pair of building blocks instead of each
+    parameter's best single-parameter term (Extra-P's greedy)."""
     pts = {k: np.asarray(v, dtype=float) for k, v in points.items()}
     y = np.asarray(values, dtype=float)
     if y.ndim != 1 or any(v.shape != y.shape for v in pts.values()):
@@ -444,8 +450,8 @@ def fit(
     varied = [p for p in pts if len(np.unique(pts[p])) >= 2]
     if not varied:
         return const
-    if len(varied) == 2 and any(len(np.unique(pts[p])) < 3 for p in varied):
-        # a line of two points cannot tell a constant from a term: every pair of blocks
+    if exhaustive and len(varied) == 2:
+        # every pair of blocks, not each parameter's best alone (not Extra-P's)
         fa, fb = (blocks_for(p, pts[p], p in negative) for p in varied)
         fams = _single_families(fa, pts[varied[0]]) + _single_families(fb, pts[varied[1]])
         for i, fam in enumerate(fams):  # one parameter alone first: simpler than a pair

@@ -33,6 +33,7 @@ from .profile_points import DEFERRED, OTHERS, ROLE0, Observation, size_rule
 
 FORMAT = "cloudhpc.scaling-model"
 VERSION = 1
+SEARCHES = ("extrap", "pairs")
 
 
 def _label(app: str, params: dict[str, Any]) -> str:
@@ -195,6 +196,7 @@ class ScalingModel:
     roles: dict[str, RoleModel]
     notes: list[str] = field(default_factory=list)
     created_at: str = ""
+    search: str = "extrap"
     compute_probe_s: float | None = None  # of the profiles' machine, where a record had one
 
     @property
@@ -219,6 +221,7 @@ class ScalingModel:
             "env": self.env,
             "machine": self.machine,
             "compute_probe_s": self.compute_probe_s,
+            "search": self.search,
             "profiles": self.profiles,
             "range": {"P": list(self.p_range), "N": list(self.n_range)},
             "startup_s": self.startup_s.to_json(),
@@ -247,14 +250,20 @@ class ScalingModel:
                 roles={k: RoleModel.from_json(k, v) for k, v in d["roles"].items()},
                 notes=list(d.get("notes", [])),
                 created_at=str(d.get("created_at", "")),
+                search=str(d.get("search", "extrap")),
                 compute_probe_s=d.get("compute_probe_s"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CloudhpcError(f"{where} is damaged: {type(e).__name__}: {e}") from None
 
 
-def fit_model(obs: list[Observation]) -> ScalingModel:
-    """The scaling model of these profiles (check_profiles first)."""
+def fit_model(obs: list[Observation], *, search: str = "extrap") -> ScalingModel:
+    """The scaling model of these profiles (check_profiles first). `search`: "extrap"
+    (Extra-P's: each parameter's best term, then their combinations) or "pairs" (every pair
+    of building blocks: recovers a constant beside a term on two-value lines from clean data,
+    and overfits noisy data)."""
+    if search not in SEARCHES:
+        raise CloudhpcError(f"--search {search}: one of {', '.join(SEARCHES)}")
     axis, ns = check_profiles(obs)
     first = obs[0]
     P = np.array([o.nprocs for o in obs], dtype=float)
@@ -265,7 +274,8 @@ def fit_model(obs: list[Observation]) -> ScalingModel:
     for name in (ROLE0, OTHERS):
         idx = [i for i, o in enumerate(obs) if name in o.roles]
         if idx:
-            roles[name] = _fit_role(name, [obs[i] for i in idx], P[idx], N[idx])
+            roles[name] = _fit_role(name, [obs[i] for i in idx], P[idx], N[idx],
+                                    search == "pairs")  # fmt: skip
     model = ScalingModel(
         workload={
             "app": first.app,
@@ -289,6 +299,7 @@ def fit_model(obs: list[Observation]) -> ScalingModel:
         startup_s=startup,
         roles=roles,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        search=search,
     )
     model.notes = _notes(model, obs, axis)
     return model
@@ -344,8 +355,13 @@ class FitInput:
     N: np.ndarray
     values: np.ndarray
 
-    def fit(self) -> pmnf.Model:
-        return pmnf.fit({"P": self.P, "N": self.N}, self.values)
+    def fit(self, exhaustive: bool = False) -> pmnf.Model:
+        """The quantity's formula; the rest per call beyond the transfer is its mean over the
+        profiles at P >= 2 (module docstring)."""
+        if self.quantity == "rest s":
+            multi = self.P >= 2
+            return pmnf.constant(self.values[multi] if multi.any() else self.values)
+        return pmnf.fit({"P": self.P, "N": self.N}, self.values, exhaustive=exhaustive)
 
 
 def role_inputs(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray) -> list[FitInput]:
@@ -384,9 +400,11 @@ def fit_inputs(obs: list[Observation]) -> list[FitInput]:
     return out
 
 
-def _fit_role(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray) -> RoleModel:
+def _fit_role(
+    name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray, exhaustive: bool
+) -> RoleModel:
     inputs = role_inputs(name, obs, P, N)
-    compute = inputs[0].fit()
+    compute = inputs[0].fit(exhaustive)
     by_site: dict[str, dict[str, FitInput]] = {}
     for fi in inputs[1:]:
         by_site.setdefault(fi.site, {})[fi.quantity] = fi
@@ -394,10 +412,11 @@ def _fit_role(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray) -
     for k, q in by_site.items():
         one = next(o.roles[name].sites[k] for o in obs if k in o.roles[name].sites)
         spent = max(o.roles[name].sites[k].time_s for o in obs if k in o.roles[name].sites)
-        msgs = q["messages"].fit() if "messages" in q else None
+        msgs = q["messages"].fit(exhaustive) if "messages" in q else None
         rest = q["rest s"].fit() if "rest s" in q else None
-        sites.append(SiteModel(one.call, one.where, int(q["count"].P.min()), q["count"].fit(),
-                               q["bytes"].fit(), msgs, spent, rest))  # fmt: skip
+        sites.append(SiteModel(one.call, one.where, int(q["count"].P.min()),
+                               q["count"].fit(exhaustive), q["bytes"].fit(exhaustive), msgs,
+                               spent, rest))  # fmt: skip
     sites.sort(key=lambda s: -s.measured_s)
     return RoleModel(name, compute, sites, sorted({int(p) for p in P}))
 

@@ -329,7 +329,7 @@ def _role_terms(model, role, rm, n, p, p_range, k, curves, measured_p) -> list[T
 def _rest(s, calls, n, p, n_range, p_range, k, why) -> tuple[float, float]:  # noqa: PLR0913
     """A site's waiting and overhead beyond its transfer (scaled by k, as computation), and its
     sd; adds to `why` when that formula is extrapolated."""
-    if s.rest is None or calls == 0:
+    if s.rest is None or calls == 0 or p < 2:  # one rank waits for nobody
         return 0.0, 0.0
     per = max(float(s.rest.evaluate({"P": p, "N": n})), 0.0)
     d, w = _distance(s.rest, n, p, n_range, p_range)

@@ -58,6 +58,14 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         "call's time is then not split into transfer and waiting, and a prediction prices the "
         "transfer only",
     )
+    f.add_argument(
+        "--search",
+        choices=("extrap", "pairs"),
+        default="extrap",
+        help="extrap: Extra-P's search (each parameter's best term, then their sums and "
+        "products); pairs: every pair of building blocks, which recovers a constant beside a "
+        "term from two sizes of clean data and overfits noisy data (docs/predict.md)",
+    )
     f.add_argument("--timeout", type=float, metavar="SEC", help="end a curves measurement "
                    "after SEC seconds")  # fmt: skip
     _common(f)
@@ -111,7 +119,7 @@ def _fit(args: argparse.Namespace) -> int:
     check_profiles(obs)  # every one-line refusal before anything is measured
     if not args.no_curves:
         _split_waiting(obs, loaded, args)
-    model = fit_model(obs)
+    model = fit_model(obs, search=args.search)
     model.compute_probe_s = probe_of_machine(args.results, model.machine)
     write_json(args.out, model.to_json())
     _print(model, args)
