@@ -118,9 +118,30 @@ class Curves:
     @classmethod
     def from_record(cls, record: Record | dict[str, Any]) -> Curves:
         record = as_record(record)
+        probe = record.metrics.get("compute_probe_s")
+        return cls.from_rows(
+            record.rows,
+            record.extra.get("stopped_at") or {},
+            float(probe) if probe is not None else None,
+            record.id,
+            dict(record.params.get("key") or {}),
+            record.env.name or "",
+        )
+
+    @classmethod
+    def from_rows(
+        cls,
+        rows: Any,
+        stopped: dict[str, int] | None = None,
+        probe: float | None = None,
+        record_id: str | None = None,
+        key: dict[str, Any] | None = None,
+        label: str = "",
+    ) -> Curves:
+        """Curves from a `bench.curves` record's rows (a platform file keeps them so)."""
         by_op: dict[str, list[Point]] = {}
         try:
-            for r in record.rows:
+            for r in rows:
                 by_op.setdefault(str(r["op"]), []).append(
                     Point(
                         int(r["bytes"]),
@@ -130,14 +151,7 @@ class Curves:
                     )
                 )
         except (KeyError, TypeError, ValueError) as e:
-            raise CloudhpcError(f"curves record {record.id} is malformed: {e}") from None
-        stopped = record.extra.get("stopped_at") or {}
+            raise CloudhpcError(f"curves record {record_id} is malformed: {e}") from None
+        stopped = stopped or {}
         curves = {op: Curve(op, pts, stopped.get(op)) for op, pts in by_op.items()}
-        probe = record.metrics.get("compute_probe_s")
-        return cls(
-            curves,
-            float(probe) if probe is not None else None,
-            record.id,
-            dict(record.params.get("key") or {}),
-            record.env.name or "",
-        )
+        return cls(curves, probe, record_id, dict(key or {}), label)

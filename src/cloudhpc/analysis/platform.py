@@ -100,18 +100,17 @@ class Platform:
         try:
             curves, records = {}, {}
             for p, c in d["curves"].items():
-                rec = {
-                    "id": c.get("record"),
-                    "rows": c["rows"],
-                    "extra": {"stopped_at": c.get("stopped_at") or {}},
-                    "metrics": {"compute_probe_s": d.get("compute_probe_s")},
-                    "env": {"name": (d.get("target") or {}).get("env", "")},
-                }
                 n = int(p)
                 if n < 1 or not c["rows"]:
                     raise ValueError(f"no curves at P = {p}")
-                curves[n] = Curves.from_record(rec)
-                curves[n].label = f"platform {d['name']} at P = {n}"
+                probe = d.get("compute_probe_s")
+                curves[n] = Curves.from_rows(
+                    c["rows"],
+                    c.get("stopped_at") or {},
+                    float(probe) if probe is not None else None,
+                    c.get("record"),
+                    label=f"platform {d['name']} at P = {n}",
+                )
                 records[n] = c.get("record")
             if not curves:
                 raise ValueError("no curves")

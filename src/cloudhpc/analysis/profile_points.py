@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CloudhpcError
+from ..results.record import Record, as_record
 from .curves import Curves
 from .predict import (
     COLLECTIVES,
@@ -86,22 +87,22 @@ class Observation:
     sites_from: str  # "call sites", or "functions" when the profile has no call sites
 
 
-def observe(profile: Any, record: dict[str, Any]) -> Observation:
+def observe(profile: Any, record: Record | dict[str, Any]) -> Observation:
     """The fit's view of one `cloudhpc profile --app` record and its profile; one line
     (CloudhpcError) for a profile that cannot be a point of a model."""
-    rid = record.get("id", "?")
-    params = record.get("params") or {}
-    app = params.get("app")
-    if record.get("app") != "profile" or not app:
+    rec = as_record(record)
+    rid = rec.id
+    app = rec.params.get("app")
+    if rec.app != "profile" or not app:
         raise CloudhpcError(
             f"{rid} is not a profile of a cloudhpc app (`cloudhpc profile --app APP ...`): "
             "a model needs the app's parameters to know the problem size"
         )
-    if record.get("status") != "ok" or record.get("exit_code") not in (0, None):
-        raise CloudhpcError(f"profile {rid} is of a failed run (status {record.get('status')})")
-    if record.get("verified") is False:
+    if not rec.ok or rec.exit_code != 0:
+        raise CloudhpcError(f"profile {rid} is of a failed run (status {rec.status})")
+    if rec.verified is False:
         raise CloudhpcError(f"profile {rid} is of a run that failed its check (verified: false)")
-    extra = record.get("extra") or {}
+    extra = rec.extra
     jit = extra.get("app_jit") or {}
     if jit.get("cache") == "cold":
         raise CloudhpcError(
@@ -123,17 +124,15 @@ def observe(profile: Any, record: dict[str, Any]) -> Observation:
     others = [r for r in by_rank if r != 0]
     if others:
         roles[OTHERS] = _role(others, by_rank, region, startup, profile)
-    mpi = record.get("mpi") or {}
-    host = record.get("host") or {}
     return Observation(
         id=rid,
         nprocs=int(profile.nprocs),
         app=str(app),
-        params=dict(params.get("params") or {}),
-        mpi=str(mpi.get("name") or ""),
-        mpi_version=str(mpi.get("version") or mpi.get("library_version") or ""),
-        env=str((record.get("env") or {}).get("name") or ""),
-        machine=str(host.get("hostname") or ""),
+        params=dict(rec.params.get("params") or {}),
+        mpi=rec.mpi.name or "",
+        mpi_version=rec.mpi.version or "",
+        env=rec.env.name or "",
+        machine=rec.host.hostname or "",
         region_s=float(region),
         startup_s=startup,
         roles=roles,

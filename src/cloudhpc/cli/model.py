@@ -100,6 +100,7 @@ def _fit(args: argparse.Namespace) -> int:
     from ..atomic import write_json
     from ..curves import probe_of_machine
     from ..paths import check_output_file
+    from ..results.record import as_record
     from .predict import load_source
 
     check_output_file(args.out, "--out")
@@ -111,9 +112,10 @@ def _fit(args: argparse.Namespace) -> int:
                 f"{given}: a profile.json without its record; give the record id (model fit "
                 "reads the run's parameters and timed region from it)"
             )
-        if record["id"] in seen:
-            raise CloudhpcError(f"profile {record['id']} is given twice")
-        seen.add(record["id"])
+        rid = as_record(record).id
+        if rid in seen:
+            raise CloudhpcError(f"profile {rid} is given twice")
+        seen.add(rid)
         obs.append(observe(profile, record))
         loaded.setdefault(profile.nprocs, (profile, record))
     check_profiles(obs)  # every one-line refusal before anything is measured

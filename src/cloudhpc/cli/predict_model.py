@@ -61,12 +61,12 @@ def handle_model(args: argparse.Namespace) -> int:
         "nprocs": args.np,
         "curves_measured_now": measured,
     }
-    rec = _record(args, model, platform, body)
-    body["record"] = rec["id"]
+    record_id, path = _record(args, model, platform, body)
+    body["record"] = record_id
     if args.json:
         print(json.dumps(body, indent=1))
     else:
-        render(body, rec.get("_path"))
+        render(body, path)
     return 0
 
 
@@ -77,6 +77,7 @@ def _measured_platform(args: argparse.Namespace, model: Any, size: Any):
     from ..analysis.whatif import needed_points
     from ..curves import curves_for, describe_points, probe_of_machine
     from ..launch.options import LaunchOptions, make_job
+    from ..results.record import as_record
     from .common import command_line as _command_line
 
     mpi = args.mpi or model.mpi.get("name") or None
@@ -97,7 +98,7 @@ def _measured_platform(args: argparse.Namespace, model: Any, size: Any):
     needed = needed_points(model, size, args.np)
     monitor = ProgressMonitor(f"curves of {job.env} (target)", quiet_stdout=True)
     try:
-        curves, rec, measured = curves_for(job, needed, monitor=monitor, refresh=args.refresh)
+        curves, made, measured = curves_for(job, needed, monitor=monitor, refresh=args.refresh)
     finally:
         monitor.close()
     if measured:
@@ -111,7 +112,7 @@ def _measured_platform(args: argparse.Namespace, model: Any, size: Any):
         compute_probe_s=curves.compute_probe_s,
         target={"env": job.env, "hosts": key.get("hosts"), "machine": machine},
         mpi={"name": job.mpi},
-        records={args.np: rec["id"]},
+        records={args.np: as_record(made).id},
     )
     if machine and machine == model.machine:
         factor = (1.0, "1 (the target's ranks run on the profiles' machine)")
@@ -126,37 +127,25 @@ def _measured_platform(args: argparse.Namespace, model: Any, size: Any):
     return platform, factor, measured
 
 
-def _record(args: argparse.Namespace, model: Any, platform: Any, body: dict) -> dict[str, Any]:
+def _record(args: argparse.Namespace, model: Any, platform: Any, body: dict) -> tuple[str, str]:
+    """The prediction's record (app `predict`) in --results: its id and path."""
     from ..launch.options import LaunchOptions, make_job
     from ..results.store import make_record, write_record
     from .common import command_line as _command_line
 
-    job = make_job(
-        "predict",
-        {
-            "model": os.path.abspath(args.model),
-            "size": args.size,
-            "nprocs": args.np,
-            "env": args.env,
-            "hosts": args.hosts,
-            "platform": platform.path,
-        },  # fmt: skip
-        LaunchOptions(
-            nprocs=args.np,
-            env=args.env or "native",
-            results=args.results,
-            command_line=_command_line(),
-        ),  # fmt: skip
-    )
+    params = {"model": os.path.abspath(args.model), "size": args.size, "nprocs": args.np,
+              "env": args.env, "hosts": args.hosts, "platform": platform.path}  # fmt: skip
+    options = LaunchOptions(nprocs=args.np, env=args.env or "native", results=args.results,
+                            command_line=_command_line())  # fmt: skip
+    job = make_job("predict", params, options)
     metrics = {k: body[k] for k in ("predicted_total_s", "sd_s", "low_s", "high_s",
                                     "compute_factor")}  # fmt: skip
-    rec = make_record(dataclasses.replace(job, hosts=()),
-                      {"metrics": metrics, "rows": body["terms"]})  # fmt: skip
-    rec["predicted_total_s"] = body["predicted_total_s"]
-    rec["prediction"] = {k: v for k, v in body.items() if k != "terms"}
-    path = write_record(args.results, rec)
-    rec["_path"] = str(path)
-    return rec
+    made = make_record(dataclasses.replace(job, hosts=()),
+                       {"metrics": metrics, "rows": body["terms"]})  # fmt: skip
+    made["predicted_total_s"] = body["predicted_total_s"]
+    made["prediction"] = {k: v for k, v in body.items() if k != "terms"}
+    path = write_record(args.results, made)
+    return path.stem, str(path)
 
 
 def render(body: dict[str, Any], record_path: str | None) -> None:

@@ -173,9 +173,9 @@ def probe_of_machine(results_dir: str, machine: str) -> float | None:
     except CloudhpcError:
         return None
     for r in reversed(records):
-        key = (r.get("params") or {}).get("key") or {}
-        probe = (r.get("metrics") or {}).get("compute_probe_s")
-        if r.get("app") == APP and r.get("status") == "ok" and key.get("machine") == machine:
+        key = r.params.get("key") or {}
+        probe = r.metrics.get("compute_probe_s")
+        if r.app == APP and r.ok and isinstance(key, dict) and key.get("machine") == machine:
             if isinstance(probe, (int, float)) and probe > 0:
                 return float(probe)
     return None

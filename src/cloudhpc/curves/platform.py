@@ -19,6 +19,7 @@ from ..bench.ops import OPS
 from ..errors import CloudhpcError
 from ..job import Job
 from ..launch.runner import Monitor
+from ..results.record import as_record
 from ..results.store import now_utc
 from . import curves_for
 
@@ -45,15 +46,15 @@ def sweep(nprocs: int) -> dict[str, list[int]]:
 def measure_platform(name: str, job: Job, monitor: Monitor | None = None) -> Platform:
     """Run the curves job (sweep, compute probe) on the job's target; the platform it makes."""
     check_name(name)
-    curves, record, _ = curves_for(job, sweep(job.nprocs), monitor=monitor, refresh=True)
+    curves, made, _ = curves_for(job, sweep(job.nprocs), monitor=monitor, refresh=True)
     if not curves.compute_probe_s:
         raise CloudhpcError("the curves job returned no compute probe")
-    cluster = record.get("cluster") or {}
-    links = [h.get("link_bps") for h in cluster.get("hosts", []) if h.get("link_bps")]
+    record = as_record(made)
+    cluster = record.cluster
+    links = [h.get("link_bps") for h in (cluster.hosts if cluster else ()) if h.get("link_bps")]
     hosts = [[h.name, h.slots] for h in job.hosts]
     nodes = len(hosts) or 1
     cores = (max(h.slots for h in job.hosts) if job.hosts else os.cpu_count()) or None
-    mpi = record.get("mpi") or {}
     curves.label = f"platform {name} at P = {job.nprocs}"
     return Platform(
         name=name,
@@ -62,20 +63,17 @@ def measure_platform(name: str, job: Job, monitor: Monitor | None = None) -> Pla
         target={
             "env": job.env,
             "hosts": hosts,
-            "cluster": cluster.get("name") if cluster else None,
+            "cluster": cluster.name if cluster else None,
             "machine": (curves.key or {}).get("machine"),
             "launcher": job.launcher,
         },
-        mpi={
-            "name": mpi.get("name") or job.mpi,
-            "version": mpi.get("version") or mpi.get("library_version"),
-        },  # fmt: skip
+        mpi={"name": record.mpi.name or job.mpi, "version": record.mpi.version},
         nodes=nodes,
         cores_per_node=cores,
         link_bps=min(links) if links else _env_rate(job.env),
         measured_at=now_utc().isoformat(timespec="seconds"),
         measured_from=socket.gethostname(),
-        records={job.nprocs: record["id"]},
+        records={job.nprocs: record.id},
     )
 
 
