@@ -220,10 +220,15 @@ def compare(q: dict, e: dict) -> dict:
         "constant_both": not a and not b,
         "extrap_warnings": e["warnings"],
     }
+    row["same_growth"] = set(a) == set(b)
     m = q.get("measured")
-    if m:
+    if m and abs(p_ours - p_ex) > 1e-9 * max(abs(p_ours), abs(p_ex), 1e-300):
         row["closer"] = "cloudhpc" if abs(p_ours - m) < abs(p_ex - m) else "Extra-P"
     return row
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{x:.1%}"
 
 
 def _fmt_extrap(e: dict) -> str:
@@ -280,13 +285,15 @@ def main() -> None:
     rows = [compare(q, e) for q, e in zip(quantities, run_extrap(quantities), strict=True)]
     varying = [r for r in rows if not r["constant_both"]]
     same = [r for r in varying if r["same_terms"]]
+    same_growth = [r for r in varying if r["same_growth"]]
     diffs = [r["coefficient_difference"] for r in same]
-    closer = [r["closer"] for r in rows if r.get("closer")]
+    closer = [r["closer"] for r in varying if r.get("closer")]
     summary = {
         "quantities": len(rows),
         "constant_in_both": len(rows) - len(varying),
         "varying": len(varying),
         "same_terms": len(same),
+        "same_growth_terms": len(same_growth),
         "median_coefficient_difference": statistics.median(diffs) if diffs else None,
         "synthetic_recovered": {
             "cloudhpc": sum(r["same_terms"] or False for r in rows if r["workload"] == "synthetic")
@@ -296,8 +303,10 @@ def main() -> None:
     write_json("scaling_models", {"machine": start, "summary": summary, "rows": rows})
     headline = (
         f"{len(varying)} quantities that vary in at least one model: the same terms in "
-        f"{len(same)}; matching coefficients differ by {summary['median_coefficient_difference']}"
-        f" (median relative); {len(rows) - len(varying)} constant in both."
+        f"{len(same)}, the same non-constant terms (one with a constant the other lacks) in "
+        f"{len(same_growth)}; matching coefficients differ by "
+        f"{_pct(summary['median_coefficient_difference'])} (median); "
+        f"{len(rows) - len(varying)} constant in both."
     )
     if closer:
         headline += (f" At the target, closer to the measured value: cloudhpc "
