@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from ..launch.options import DEFAULT_RESULTS
 from .parser import add_subparser
 from .ui import ProgressMonitor, err, out, print_table
@@ -165,7 +165,7 @@ def _print(model: Any, args: argparse.Namespace) -> None:
     from ..analysis.scaling import describe_rows
 
     if args.json:
-        print(json.dumps(model.to_json(), indent=1))
+        print_json(model.to_json())
         return
     w = model.workload
     size = model.size

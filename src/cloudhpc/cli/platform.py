@@ -4,11 +4,11 @@ that `predict --platform` reads from anywhere (curves/platform.py, analysis/plat
 from __future__ import annotations
 
 import argparse
-import json
 import os
 from collections.abc import Sequence
 
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from ..launch.options import DEFAULT_RESULTS
 from .parser import add_subparser
 from .ui import ProgressMonitor, err, out, print_table
@@ -103,7 +103,7 @@ def _measure(args: argparse.Namespace) -> int:
     write_json(path, platform.to_json())
     summary = describe(platform)
     if args.json:
-        print(json.dumps({**summary, "file": os.path.abspath(path)}, indent=1))
+        print_json({**summary, "file": os.path.abspath(path)})
     else:
         print_table(f"platform {args.name}", [summary])
     err.print(f"platform: {path}", highlight=False, markup=False)
@@ -122,7 +122,7 @@ def _list(args: argparse.Namespace) -> int:
         except CloudhpcError as e:
             rows.append({"name": f.stem, "file": str(f), "problem": str(e)})
     if args.json:
-        print(json.dumps(rows, indent=1))
+        print_json(rows)
     elif not rows:
         out.print(f"no platforms in {d} (cloudhpc platform measure NAME ...)", highlight=False,
                   markup=False)  # fmt: skip
@@ -137,7 +137,7 @@ def _show(args: argparse.Namespace) -> int:
 
     platform = load_platform(find_platform(args.platform, args.results))
     if args.json:
-        print(json.dumps(platform.to_json(), indent=1))
+        print_json(platform.to_json())
         return 0
     print_table(f"platform {platform.name} ({platform.path})", [describe(platform)])
     for p, curves in sorted(platform.curves.items()):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 from typing import Any
 
 from ..errors import CloudhpcError
+from ..jsontext import print_json
 from .ui import ProgressMonitor, err, out, print_table
 
 
@@ -64,7 +64,7 @@ def handle_model(args: argparse.Namespace) -> int:
     record_id, path = _record(args, model, platform, body)
     body["record"] = record_id
     if args.json:
-        print(json.dumps(body, indent=1))
+        print_json(body)
     else:
         render(body, path)
     return 0
