@@ -69,6 +69,7 @@ def _measure(args: argparse.Namespace) -> int:
     from ..atomic import write_json
     from ..curves.platform import check_name, describe, measure_platform
     from ..launch.options import LaunchOptions, make_job
+    from ..mpi import DEFAULT as DEFAULT_MPI
     from ..paths import check_output_file
     from .common import command_line
 
@@ -88,7 +89,7 @@ def _measure(args: argparse.Namespace) -> int:
             nprocs=args.np,
             hosts=args.hosts,
             env=args.env or "native",
-            mpi=args.mpi,
+            mpi=args.mpi or DEFAULT_MPI,
             oversubscribe=args.oversubscribe,
             timeout=args.timeout,
             results=args.results,

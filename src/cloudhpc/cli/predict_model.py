@@ -77,10 +77,11 @@ def _measured_platform(args: argparse.Namespace, model: Any, size: Any):
     from ..analysis.whatif import needed_points
     from ..curves import curves_for, describe_points, probe_of_machine
     from ..launch.options import LaunchOptions, make_job
+    from ..mpi import DEFAULT as DEFAULT_MPI
     from ..results.record import as_record
     from .common import command_line as _command_line
 
-    mpi = args.mpi or model.mpi.get("name") or None
+    mpi = args.mpi or model.mpi.get("name") or DEFAULT_MPI
     job = make_job(
         "bench.curves",
         {},
