@@ -25,6 +25,7 @@ LAYERS: list[set[str]] = [
         "jsontext",
         "signals",
         "procs",
+        "owned",
         "memory",
         "jit",
         "context",

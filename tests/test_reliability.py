@@ -536,29 +536,27 @@ def test_atomic_writer_modes_and_fallbacks(tmp_path, monkeypatch):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["x.json", "y.txt"]  # nothing hidden
 
 
-def test_the_next_run_sweeps_what_a_sigkilled_run_left(tmp_path):
+def test_the_next_run_sweeps_what_a_sigkilled_run_left(tmp_path, monkeypatch):
     """SIGKILL runs no handler: the run's control directory and the temporaries its ranks
     registered stay, until the next run finds their cloudhpc process gone."""
+    from cloudhpc import owned
     from cloudhpc.context import TEMPORARIES
-    from cloudhpc.launch.runner import sweep_orphaned_runs
-    from cloudhpc.procs import OWNER_FILE as OWNER
-    from cloudhpc.procs import start_time
+    from cloudhpc.launch.runner import CONTROL_DIR_PREFIX, sweep_orphaned_runs
 
+    monkeypatch.setenv(owned.STATE_VAR, str(tmp_path / "state"))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead_owner = f"{dead.pid} {start_time(dead.pid)}"
+    orphan = owned.make_dir("run", parent=tmp_path, prefix=CONTROL_DIR_PREFIX, owner=dead.pid)
     dead.wait()
-    orphan, alive = tmp_path / "cloudhpc-run-orphan", tmp_path / "cloudhpc-run-alive"
+    alive = owned.make_dir("run", parent=tmp_path, prefix=CONTROL_DIR_PREFIX)
     spill = tmp_path / "spill.tmp"
     spill.write_text("half a file")
-    for d, owner in ((orphan, dead_owner), (alive, f"{os.getpid()} {start_time(os.getpid())}")):
-        d.mkdir()
-        (d / OWNER).write_text(owner)
-        (d / TEMPORARIES).write_text(f"{spill}\n" if d is orphan else "")
+    for made in (orphan, alive):
+        (Path(made.path) / TEMPORARIES).write_text(f"{spill}\n" if made is orphan else "")
     unowned = tmp_path / "cloudhpc-run-unowned"  # being made, or not ours: left alone
     unowned.mkdir()
-    assert sweep_orphaned_runs(str(tmp_path)) == [str(orphan)]
-    assert not orphan.exists() and not spill.exists()
-    assert alive.exists() and unowned.exists()
+    assert sweep_orphaned_runs() == [orphan.path]
+    assert not Path(orphan.path).exists() and not spill.exists()
+    assert Path(alive.path).exists() and unowned.exists()
 
 
 def _wait_until_registered(tmpdir: Path, prefix: str, timeout: float = 60) -> None:

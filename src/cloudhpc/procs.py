@@ -12,7 +12,8 @@ by group:
   programs that clear their environment).
 
 mpiexec also gets a parent-death signal (Linux prctl PR_SET_PDEATHSIG), so even a SIGKILL of
-cloudhpc ends mpiexec, and Hydra then ends the ranks.
+cloudhpc ends mpiexec, and Hydra then ends the ranks. What outlives the process that started it
+(a Slurm's daemons, a SIGKILLed run's directory) is recorded and ended through owned.py.
 """
 
 from __future__ import annotations
@@ -76,39 +77,6 @@ def start_time(pid: int) -> str | None:
     names one process even after the pid is reused. None if there is no such process."""
     fields = _stat_fields(pid)
     return fields[19].decode() if len(fields) > 19 else None
-
-
-OWNER_FILE = "owner"  # in a directory a process made for itself: "PID START_TIME" of that process
-
-
-def owner_line(pid: int | None = None) -> str:
-    """What an owner file holds for `pid` (default: this process)."""
-    pid = os.getpid() if pid is None else pid
-    return f"{pid} {start_time(pid)}"
-
-
-def orphaned_dirs(tmpdir: str | None, prefix: str) -> list[str]:
-    """The directories `prefix*` in `tmpdir` (default: the temporary directory) whose owner file
-    names a process that is gone. A directory without a readable owner file (another's, or one
-    being made right now) or whose file says `none` (kept on purpose) is never one of them."""
-    import tempfile
-
-    try:
-        entries = list(os.scandir(tmpdir or tempfile.gettempdir()))
-    except OSError:
-        return []
-    found = []
-    for entry in entries:
-        if not entry.name.startswith(prefix) or not entry.is_dir(follow_symlinks=False):
-            continue
-        try:
-            with open(os.path.join(entry.path, OWNER_FILE)) as fh:
-                pid, started = fh.read().split()
-            if start_time(int(pid)) != started:
-                found.append(entry.path)
-        except (OSError, ValueError):
-            continue
-    return found
 
 
 def started_at(pid: int | None = None) -> float | None:

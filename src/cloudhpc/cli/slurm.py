@@ -25,8 +25,10 @@ sched_setaffinity, so no cgroup is needed. Needs root.
 
 `slurm up` prints `export SLURM_CONF=DIR/slurm.conf` alone on stdout: evaluate it, and salloc,
 srun, sbatch, squeue, scancel and cloudhpc's --submit use this Slurm. It runs until `slurm down`
-(which cancels its jobs, stops its daemons and removes the directory). The directory:
-$CLOUDHPC_SLURM, else $TMPDIR/cloudhpc-slurm-demo, or --dir.
+(which cancels its jobs, stops its daemons and removes what `up` made: a file of yours written
+into the directory stays, with it). The directory: $CLOUDHPC_SLURM, else
+$TMPDIR/cloudhpc-slurm-demo, or --dir: a new or an empty one (one holding anything else is
+refused, untouched).
 
 examples:
   eval "$(cloudhpc slurm up)"
@@ -75,8 +77,10 @@ def handle(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     where = Path(args.dir).absolute() if args.dir else root
-    if not (where / "slurm.conf").exists():
-        raise CloudhpcError(f"no one-node Slurm in {where} (start one: cloudhpc slurm up)")
+    if not local.is_instance(where):
+        raise CloudhpcError(
+            f"no one-node Slurm of cloudhpc's in {where} (start one: cloudhpc slurm up)"
+        )
     slurm = local.LocalSlurm(where)
     daemons = local.running(where)
     state = local.node_state(slurm) if daemons["slurmctld"] else ""

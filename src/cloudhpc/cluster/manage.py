@@ -15,7 +15,6 @@ import datetime as dt
 import os
 import re
 import secrets
-import shutil
 import stat
 import subprocess
 import sys
@@ -25,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from .. import signals
+from .. import owned, signals
 from ..atomic import write_text
 from ..errors import CloudhpcError
 from ..job import Host
@@ -158,6 +157,10 @@ def up(
 
 def _create(cluster: Cluster) -> Cluster:
     with signals.held():
+        made = owned.make_dir("cluster", path=cluster.state_dir, owner=None, whole=False)
+        owned.add_part(
+            made, "cluster.json", f"{cluster.name}.hosts", "hook", "scratch", "volumes"
+        )
         state.save(cluster)  # the name is taken, and down knows where to look
     with signals.held():
         number = net.claim_bridge(cluster.name)
@@ -167,7 +170,7 @@ def _create(cluster: Cluster) -> Cluster:
         net.setup_bridge(cluster)
     for host in cluster.hosts:
         with signals.held():
-            Path(host.scratch).mkdir(parents=True)
+            owned.make_dir("cluster-scratch", path=host.scratch, owner=None)
             net.add_host(cluster, host)
     with signals.held():
         _write_hook(cluster)
@@ -206,7 +209,13 @@ def down(name: str, root: Path | None = None) -> list[str]:
         if cluster is None and not any(leftovers):
             raise CloudhpcError(f"no cluster {name} (cloudhpc cluster status lists them)")
         with signals.held():
-            return _teardown(cluster, name)
+            removed = _teardown(cluster, name)
+        if cluster is not None and os.path.lexists(cluster.state_dir):
+            raise CloudhpcError(
+                f"cluster {name}'s state directory {cluster.state_dir} was not made by cloudhpc "
+                "(or not by this version): its files are left as they are"
+            )
+        return removed
 
 
 def discard(name: str, root: Path | None = None) -> None:
@@ -238,10 +247,10 @@ def _teardown(cluster: Cluster | None, name: str | None = None) -> list[str]:
             links.append(cluster.bridge)
         links = list(dict.fromkeys(links))
     removed = net.remove(ns, links)
-    if cluster is not None:
+    if cluster is not None:  # what it made, proved (owned.py): never a directory it found there
         for h in cluster.hosts:
-            shutil.rmtree(h.scratch, ignore_errors=True)
-        shutil.rmtree(cluster.state_dir, ignore_errors=True)
+            owned.remove_dir(h.scratch)
+        owned.remove_dir(cluster.state_dir)
     return removed
 
 

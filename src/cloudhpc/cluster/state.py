@@ -7,6 +7,10 @@ The state root is `$CLOUDHPC_CLUSTERS`, else `$XDG_STATE_HOME/cloudhpc/clusters`
     NAME/NAME.hosts     the hosts file for --hosts
     NAME/hook           Hydra's launcher hook for this cluster
     NAME/scratch/HOST/  each host's local disk (unless --scratch put them elsewhere)
+    NAME/volumes/       the manifests of the volumes on its hosts (volumes/manage.py)
+
+NAME and each host's scratch directory are recorded as cloudhpc's (owned.py) when made; `down`
+removes those entries alone, never a directory it did not make.
 
 `.lock` (flock) is held while a cluster is created or removed, so two `cluster up NAME` cannot
 both create NAME.

@@ -11,7 +11,6 @@ import dataclasses
 import glob
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,8 +28,8 @@ from ..envs import get_environment
 from ..errors import CloudhpcError, EnvironmentFailure, RunFailed
 from ..job import Job
 from ..mpi import get_implementation
+from ..owned import make_dir, orphans, remove_dir
 from ..procs import (
-    OWNER_FILE,
     StrayWatch,
     all_pids,
     descendants,
@@ -39,8 +38,6 @@ from ..procs import (
     kill,
     kill_group,
     open_files,
-    orphaned_dirs,
-    owner_line,
     tagged,
 )
 from .base import get_launcher, named
@@ -136,19 +133,16 @@ CONTROL_DIR_PREFIX = "cloudhpc-run-"  # a run's control directory, in the tempor
 _SCRATCH_ROOT = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
-def _write_owner(control_dir: str) -> None:
-    with open(os.path.join(control_dir, OWNER_FILE), "w") as fh:
-        fh.write(owner_line())
-
-
-def sweep_orphaned_runs(tmpdir: str | None = None) -> list[str]:
+def sweep_orphaned_runs() -> list[str]:
     """Remove the control directories (and the temporaries their ranks registered) of runs
-    whose cloudhpc process is gone: only a SIGKILL leaves one, as no handler runs. Returns the
+    whose cloudhpc process is gone: only a SIGKILL leaves one, as no handler runs. Only what a
+    run made and recorded (owned.py), never a directory that merely looks like one. Returns the
     directories removed."""
-    removed = orphaned_dirs(tmpdir, CONTROL_DIR_PREFIX)
-    for path in removed:
-        remove_temporaries(path)
-        shutil.rmtree(path, ignore_errors=True)
+    removed = []
+    for made in orphans("run"):
+        remove_temporaries(made.path)
+        if remove_dir(made):
+            removed.append(made.path)
     return removed
 
 
@@ -158,14 +152,17 @@ def run_plan(
     """Run the plan to completion; never raises for a failed run (see Outcome)."""
     loadavg.watch_start()  # the command line warns when the machine was overloaded
     sweep_orphaned_runs()
-    with tempfile.TemporaryDirectory(prefix=CONTROL_DIR_PREFIX) as control_dir:
-        _write_owner(control_dir)
+    made = make_dir("run", prefix=CONTROL_DIR_PREFIX)  # removed by the next run if we are killed
+    control_dir = made.path
+    try:
         try:
             outcome = _run(plan, monitor or Monitor(), timeout, control_dir)
         finally:  # also after Ctrl-C, SIGTERM, SIGHUP: the ranks are gone, their temporaries go
             remove_temporaries(control_dir)
         if outcome.error is None and outcome.returncode != 0:
             outcome.error = _first_error_file(control_dir)
+    finally:
+        remove_dir(made)
     return outcome
 
 

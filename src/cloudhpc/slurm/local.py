@@ -12,12 +12,15 @@ files in the directory, root as SlurmUser). The node is this machine with its re
 memory (`slurmd -C`). Tasks are tracked by walking /proc (proctrack/linuxproc) and bound to CPUs
 with sched_setaffinity (task/affinity): no cgroup is needed, so it runs in a container.
 
-Every daemon carries CLOUDHPC_SLURM_INSTANCE=<directory> in its environment (slurmd's job step
-daemons inherit it), and the directory's `owner` file names the process it belongs to (its pid
-and start time; "none" for `cloudhpc slurm up`'s, kept until `slurm down`). `start` first sweeps
-the instances whose owner is gone (a test run that was SIGKILLed): their processes, found by
-that entry or by SLURM_CONF=<their slurm.conf> (the jobs' tasks), are killed and their directory
-removed.
+What it makes is recorded in cloudhpc's own state (owned.py): the directory (a new one, or an
+empty one the user named, lent and left in place), each file and subdirectory it makes there,
+the daemons' PIDs with their start times, and the process it belongs to (none for `cloudhpc
+slurm up`'s, kept until `slurm down`). Every daemon carries CLOUDHPC_SLURM_INSTANCE=<the record's
+random token> in its environment, which slurmd's job step daemons inherit; the jobs' tasks are
+the step daemons' children. `stop` ends exactly those (never a process because it carries the
+instance's SLURM_CONF: a user's shell after `eval "$(cloudhpc slurm up)"` does) and removes only
+what was recorded: a file of the user's written into the directory stays, with the directory.
+`start` first sweeps the instances whose owner is gone (a SIGKILLed test run).
 """
 
 from __future__ import annotations
@@ -35,7 +38,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CloudhpcError
-from ..procs import OWNER_FILE, end_tagged, orphaned_dirs, owner_line
+from ..owned import (
+    Made,
+    add_part,
+    add_process,
+    end_processes,
+    find,
+    live_processes,
+    make_dir,
+    orphans,
+    remove_dir,
+    signal_process,
+    token_entry,
+)
+from ..procs import tagged
 
 PREFIX = "cloudhpc-slurm-"
 TOKEN_VAR = "CLOUDHPC_SLURM_INSTANCE"
@@ -153,14 +169,14 @@ PartitionName={partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
 
 
-def _owner_text(owner: int | None) -> str:
-    return "none" if owner is None else owner_line(owner)
-
-
-def _daemon_env(root: Path) -> dict[str, str]:
+def _daemon_env(made: Made) -> dict[str, str]:
     env = dict(os.environ)
-    env.update({"SLURM_CONF": str(root / "slurm.conf"), TOKEN_VAR: str(root)})
+    env.update({"SLURM_CONF": os.path.join(made.path, "slurm.conf"), TOKEN_VAR: made.token})
     return env
+
+
+def _client_env(root: Path) -> dict[str, str]:
+    return {**os.environ, "SLURM_CONF": str(root / "slurm.conf")}
 
 
 def _run(argv: list[str], env: dict[str, str], what: str, log: Path | None) -> None:
@@ -182,9 +198,10 @@ def start(
     partition: str = PARTITION,
     timeout: float = 60,
 ) -> LocalSlurm:
-    """Start a one-node Slurm in `root` (default: a new directory in the temporary directory)
-    and wait until its node is idle. `owner`: the pid of the process it belongs to (-1: this
-    one; None: no process, kept until stop()). Stops what it started if any step fails."""
+    """Start a one-node Slurm in `root` (default: a new directory in the temporary directory;
+    else a new or an empty directory) and wait until its node is idle. `owner`: the pid of the
+    process it belongs to (-1: this one; None: no process, kept until stop()). Stops what it
+    started if any step fails."""
     missing = programs_missing()
     if missing:
         raise CloudhpcError(
@@ -194,25 +211,25 @@ def start(
     if os.geteuid() != 0:
         raise CloudhpcError("a one-node Slurm needs root (slurmd starts each job as its user)")
     sweep()
+    # munged requires its socket's directories to be searchable by all
     if root is None:
-        root = Path(tempfile.mkdtemp(prefix=PREFIX))
-    root = Path(root).absolute()
-    root.mkdir(parents=True, exist_ok=True)
-    root.chmod(0o755)  # munged requires its socket's directories to be searchable by all
-    owner = os.getpid() if owner == -1 else owner
-    (root / OWNER_FILE).write_text(_owner_text(owner))
+        made = make_dir("slurm", prefix=PREFIX, owner=owner, whole=False, mode=0o755)
+    else:
+        made = make_dir("slurm", path=root, owner=owner, whole=False, mode=0o755)
     try:
-        _start(root, partition, timeout)
+        _start(made, partition, timeout)
     except BaseException:
-        stop(root)
+        stop(made)
         raise
-    return LocalSlurm(root)
+    return LocalSlurm(Path(made.path))
 
 
-def _start(root: Path, partition: str, timeout: float) -> None:
+def _start(made: Made, partition: str, timeout: float) -> None:
+    root = Path(made.path)
     for sub in ("munge", "state", "spool", "run", "log"):
-        (root / sub).mkdir(exist_ok=True)
-    env = _daemon_env(root)
+        add_part(made, sub)
+        (root / sub).mkdir()
+    env = _daemon_env(made)
     key = root / "munge" / "munge.key"
     fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
     with os.fdopen(fd, "wb") as fh:
@@ -231,21 +248,39 @@ def _start(root: Path, partition: str, timeout: float) -> None:
         "munged",
         root / "log" / "munged.log",
     )
+    _record_daemon(made, "munged")
     hw = node_hardware()
     ports = (free_port(), free_port())
     while ports[1] == ports[0]:
         ports = (ports[0], free_port())
+    add_part(made, "slurm.conf")
     (root / "slurm.conf").write_text(slurm_conf(root, hw, ports, partition))
     conf = str(root / "slurm.conf")
-    _run(["slurmctld", "-f", conf], env, "slurmctld", root / "log" / "slurmctld.log")
-    _run(["slurmd", "-f", conf], env, "slurmd", root / "log" / "slurmd.log")
+    for daemon in ("slurmctld", "slurmd"):
+        _run([daemon, "-f", conf], env, daemon, root / "log" / f"{daemon}.log")
+        _record_daemon(made, daemon)
     wait_idle(LocalSlurm(root), timeout)
+
+
+def _record_daemon(made: Made, daemon: str, wait_s: float = 30) -> None:
+    """Record the daemon just started (it forked away from its starter) by its pid file, once
+    that process is shown to be one started for this instance (it carries the token). Until
+    then, stop() finds it by the token alone."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        pid = _pid(Path(made.path), daemon)
+        if pid is not None and pid in tagged(token_entry(made, TOKEN_VAR)):
+            add_process(made, pid, daemon)
+            return
+        if time.monotonic() > deadline:
+            raise CloudhpcError(f"{daemon} started but wrote no pid file in {wait_s:g} s")
+        time.sleep(0.05)
 
 
 def node_state(slurm: LocalSlurm) -> str:
     r = subprocess.run(
         ["sinfo", "-h", "-N", "-o", "%T"],
-        env=_daemon_env(slurm.root),
+        env=_client_env(slurm.root),
         capture_output=True,
         text=True,
         timeout=30,
@@ -274,16 +309,8 @@ def _pid(root: Path, daemon: str) -> int | None:
         return None
 
 
-def _ours(pid: int, root: Path) -> bool:
-    try:
-        env = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return f"{TOKEN_VAR}={root}".encode() in env
-
-
 def _cancel_jobs(root: Path, wait_s: float = 15) -> None:
-    env = _daemon_env(root)
+    env = _client_env(root)
     try:
         subprocess.run(["scancel", "--user", "root"], env=env, capture_output=True, timeout=15)
         deadline = time.monotonic() + wait_s
@@ -298,41 +325,46 @@ def _cancel_jobs(root: Path, wait_s: float = 15) -> None:
         return
 
 
-def stop(root: str | os.PathLike) -> None:
-    """Cancel the instance's jobs, stop its daemons (SIGTERM, then SIGKILL for any process left
-    with its token or its slurm.conf), and remove its directory."""
-    root = Path(root).absolute()
-    if not root.exists():
-        return
-    if (root / "slurm.conf").exists() and _pid(root, "slurmctld"):
-        _cancel_jobs(root)
+def stop(root: str | os.PathLike | Made) -> bool:
+    """Cancel the instance's jobs, stop its daemons (SIGTERM, then SIGKILL for any of them
+    left, the processes carrying its token and every process below them: the jobs' tasks), and
+    remove what it made. False, touching nothing, if `root` holds no instance cloudhpc made."""
+    made = root if isinstance(root, Made) else find(root, "slurm")
+    if made is None:
+        return False
+    where = Path(made.path)
+    if (where / "slurm.conf").exists() and "slurmctld" in live_processes(made):
+        _cancel_jobs(where)
     for daemon in ("slurmd", "slurmctld", "munged"):
-        pid = _pid(root, daemon)
-        if pid and _ours(pid, root):
-            try:
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                continue
+        if signal_process(made, daemon, signal.SIGTERM):
             deadline = time.monotonic() + 10
-            while _ours(pid, root) and time.monotonic() < deadline:
+            while daemon in live_processes(made) and time.monotonic() < deadline:
                 time.sleep(0.05)
-    end_tagged(f"{TOKEN_VAR}={root}")
-    end_tagged(f"SLURM_CONF={root / 'slurm.conf'}")
-    shutil.rmtree(root, ignore_errors=True)
+    end_processes(made, TOKEN_VAR)
+    remove_dir(made)
+    return True
 
 
-def sweep(tmpdir: str | None = None) -> list[str]:
+def sweep() -> list[str]:
     """Stop and remove the instances whose owner process is gone. Returns their directories."""
-    removed = orphaned_dirs(tmpdir, PREFIX)
-    for path in removed:
-        stop(path)
+    removed = []
+    for made in orphans("slurm"):
+        stop(made)
+        removed.append(made.path)
     return removed
 
 
+def is_instance(root: str | os.PathLike) -> bool:
+    """Whether `root` holds an instance cloudhpc made (running or not)."""
+    return find(root, "slurm") is not None
+
+
 def running(root: str | os.PathLike) -> dict[str, bool]:
-    """Which of the instance's daemons are running."""
-    root = Path(root).absolute()
-    return {d: bool((pid := _pid(root, d)) and _ours(pid, root)) for d in DAEMONS}
+    """Which of the instance's daemons are running (none, for a directory cloudhpc did not
+    make)."""
+    made = find(root, "slurm")
+    live = live_processes(made) if made is not None else {}
+    return {d: d in live for d in DAEMONS}
 
 
 def demo_dir() -> Path:
@@ -349,24 +381,32 @@ def up(
 ) -> tuple[LocalSlurm, bool]:
     """`cloudhpc slurm up`: the instance in `root` (default demo_dir()), started unless it is
     running and answering already; kept (no owner) until down(). Returns it and whether it was
-    started now. One half-up (a daemon gone, a reboot) is stopped and started again."""
+    started now. One half-up (a daemon gone, a reboot) is stopped and started again. A
+    directory holding anything but an instance cloudhpc made is refused, untouched."""
     root = Path(root).absolute() if root else demo_dir()
-    if (root / "slurm.conf").exists() and all(running(root).values()):
-        slurm = LocalSlurm(root)
-        if node_state(slurm) in ("idle", "mixed", "allocated"):
-            return slurm, False
-    if root.exists():
-        if (root / OWNER_FILE).exists() or (root / "slurm.conf").exists():
-            stop(root)
-        elif any(root.iterdir()):
-            raise CloudhpcError(f"{root} is not empty and holds no Slurm of cloudhpc's")
+    made = find(root, "slurm")
+    if made is not None:
+        if all(running(root).values()):
+            slurm = LocalSlurm(root)
+            if node_state(slurm) in ("idle", "mixed", "allocated"):
+                return slurm, False
+        stop(made)
+    elif os.path.lexists(root) and (not root.is_dir() or root.is_symlink() or any(root.iterdir())):
+        raise CloudhpcError(
+            f"{root} holds no Slurm that cloudhpc started and is not empty: nothing was changed; "
+            "give a new or an empty directory (--dir)"
+        )
     return start(root, owner=None, partition=partition), True
 
 
 def down(root: str | os.PathLike | None = None) -> bool:
-    """Stop and remove the instance in `root` (default demo_dir()); False if there was none."""
+    """Stop the instance in `root` (default demo_dir()) and remove what it made; False if there
+    is nothing there. A directory holding no instance cloudhpc made is refused, untouched."""
     root = Path(root).absolute() if root else demo_dir()
-    if not (root / OWNER_FILE).exists() and not (root / "slurm.conf").exists():
-        return False
-    stop(root)
-    return True
+    if stop(root):
+        return True
+    if os.path.lexists(root):
+        raise CloudhpcError(
+            f"{root} holds no Slurm that cloudhpc started: nothing was stopped or removed"
+        )
+    return False

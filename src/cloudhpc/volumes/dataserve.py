@@ -77,11 +77,19 @@ def serve(root: str, host: str, port: int = PORT) -> None:
     async def announce(app: web.Application) -> None:
         tmp = os.path.join(root, f".{STATE}.{os.getpid()}")
         with open(tmp, "w") as fh:
-            json.dump({"pid": os.getpid(), "port": port, "host": host}, fh)
+            json.dump({"pid": os.getpid(), "start": _start_time(), "port": port, "host": host}, fh)
         os.replace(tmp, os.path.join(root, STATE))
 
     app.on_startup.append(announce)
     web.run_app(app, host="0.0.0.0", port=port, access_log=None, print=None)
+
+
+def _start_time() -> str:
+    """This process's start (clock ticks since boot): with the pid, it names this process even
+    after the pid is reused (procs.start_time, without importing it here)."""
+    with open("/proc/self/stat", "rb") as fh:
+        stat = fh.read()
+    return stat[stat.rfind(b")") + 2 :].split()[19].decode()
 
 
 def probe(urls: list[str], timeout: float = 5.0) -> dict[str, str]:

@@ -40,7 +40,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import signals
+from .. import owned, signals
 from ..atomic import write_json
 from ..cluster import state
 from ..cluster.hook import host_argv
@@ -49,8 +49,9 @@ from ..cluster.model import Cluster, ClusterHost
 from ..errors import CloudhpcError
 from ..job import Host
 from ..paths import check_input_file
+from ..procs import start_time
 from . import dataserve
-from .partial import orphaned, partial_name
+from .partial import partial_name
 
 LAYOUTS = ("distribute", "stripe")
 DISTRIBUTE_BY = ("hash", "space")
@@ -99,23 +100,17 @@ def host_root(host: ClusterHost) -> Path:
 
 
 def sweep_partials() -> list[str]:
-    """Remove the hidden directories that SIGKILLed creates left on the hosts of every cluster,
-    and stop the data services they left idle; returns the directories removed."""
+    """Remove the hidden directories that SIGKILLed creates left on the hosts of every cluster
+    (those they made and recorded, owned.py), and stop the data services they left idle;
+    returns the directories removed."""
     removed = []
-    for c in state.all_clusters():
-        swept_hosts = []
-        for h in c.hosts:
-            try:
-                entries = list(os.scandir(host_root(h)))
-            except OSError:
-                continue
-            for e in entries:
-                if e.is_dir(follow_symlinks=False) and orphaned(e.name):
-                    shutil.rmtree(e.path, ignore_errors=True)
-                    removed.append(e.path)
-                    swept_hosts.append(h)
-        if swept_hosts:
-            stop_idle_services(swept_hosts)
+    for made in owned.orphans("volume"):
+        if owned.remove_dir(made):
+            removed.append(made.path)
+    if removed:
+        parents = {os.path.dirname(p) for p in removed}
+        for c in state.all_clusters():
+            stop_idle_services([h for h in c.hosts if str(host_root(h)) in parents])
     from . import remote
 
     return removed + remote.sweep_partials()
@@ -223,10 +218,15 @@ def require_services(
 
 
 def _service_pid(host: ClusterHost) -> int | None:
+    """The host's data service, if the process its state file names is still that one (its
+    start time too: a reused pid is another process)."""
     try:
-        pid = int(json.loads((host_root(host) / dataserve.STATE).read_text())["pid"])
+        told = json.loads((host_root(host) / dataserve.STATE).read_text())
+        pid = int(told["pid"])
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
     except (OSError, ValueError, KeyError, TypeError):
+        return None
+    if told.get("start") is None or start_time(pid) != str(told["start"]):
         return None
     return pid if b"dataserve" in cmdline else None
 
@@ -240,7 +240,9 @@ def start_services(cluster: Cluster, hosts: Sequence[ClusterHost]) -> list[Clust
         if answers[h.name] == "ok":
             continue
         root = host_root(h)
-        root.mkdir(parents=True, exist_ok=True)
+        if owned.find(root, "volumes") is None:  # made here, or refused if it holds others' files
+            made = owned.make_dir("volumes", path=root, owner=None, whole=False)
+            owned.add_part(made, dataserve.STATE, ".dataserve.log")
         old = _service_pid(h)
         if old is not None:  # running but not answering: replace it
             _stop_pid(old)
@@ -299,7 +301,7 @@ def stop_idle_services(hosts: Sequence[ClusterHost]) -> None:
         pid = _service_pid(h)
         if pid is not None:
             _stop_pid(pid)
-        shutil.rmtree(root, ignore_errors=True)
+        owned.remove_dir(root)
 
 
 # ---- create and remove -----------------------------------------------------------------------
@@ -401,10 +403,11 @@ def create(
     partial = {h.name: host_root(h) / partial_name(name) for h in chosen}
     final = {h.name: host_root(h) / name for h in chosen}
     placed: list[Path] = []
+    made: dict[str, owned.Made] = {}
     try:
         start_services(cluster, chosen)  # a host down: one line, and nothing copied
-        for p in partial.values():
-            p.mkdir(parents=True)
+        for h, p in partial.items():
+            made[h] = owned.make_dir("volume", path=p)  # this process's until renamed
         done = 0
         for e in entries:
             e["crc32"] = _copy(
@@ -413,7 +416,7 @@ def create(
             done += e["size"]
         with signals.held():
             for h in chosen:
-                os.rename(partial[h.name], final[h.name])
+                owned.rename(made[h.name], final[h.name], keep=True)
                 placed.append(final[h.name])
             manifest = _manifest(
                 name,
@@ -430,8 +433,8 @@ def create(
         return manifest
     except BaseException:
         with signals.held():
-            for p in [*partial.values(), *placed]:
-                shutil.rmtree(p, ignore_errors=True)
+            for m in made.values():
+                owned.remove_dir(m)
             stop_idle_services(chosen)
         raise
 
@@ -531,7 +534,7 @@ def remove(name: str) -> dict[str, Any]:
     with signals.held():
         manifest_path(cluster, name).unlink(missing_ok=True)
         for h in hosts:
-            shutil.rmtree(host_root(h) / name, ignore_errors=True)
+            owned.remove_dir(host_root(h) / name)  # the volume cloudhpc copied there, proved
         stop_idle_services(hosts)
     return manifest
 

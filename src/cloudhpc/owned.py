@@ -1,0 +1,354 @@
+"""What cloudhpc made, and the proof that it made it: the one place that decides what cloudhpc
+may remove or kill (docs/failures.md, rule 1). Every remover of a directory and every killer of
+a process that cloudhpc did not start in this very call goes through here.
+
+A directory cloudhpc makes holds a marker file (`MARK`) with a random token, and cloudhpc's own
+state records that token with the directory's path and inode (`STATE/made/TOKEN.json`, STATE
+being $CLOUDHPC_STATE, else $XDG_STATE_HOME/cloudhpc, else ~/.local/state/cloudhpc). A directory
+is cloudhpc's only when its marker, its path and its inode all match one record: a file name
+(`owner`, `slurm.conf`), a marker with another token, a marker copied into another directory or
+linked to, a symbolic link, or another directory put where the made one was prove nothing, and
+such a directory is never touched.
+
+What goes when a made directory is removed: all of it when cloudhpc made it for itself alone
+(`whole=True`: a run's private control directory, filled by the run's processes), else only the
+parts it recorded (`add_part`, before making each); the directory itself goes only if cloudhpc
+created it and nothing else is left in it. A directory that existed before (an empty one the
+user named) is lent, never taken: it stays, and so does any file a user wrote into one.
+
+Processes: a record holds the PIDs of the processes cloudhpc started for it, each with its start
+time (a PID reused by another process is not that process), and the processes started for it
+may carry `VAR=TOKEN` in their environment, a value no user's shell holds by accident.
+`end_processes` kills those and every process below them, found before any is killed; never a
+process found by a variable a user may carry (SLURM_CONF, a directory's path).
+
+A record whose owner process (PID and start time) is gone is an orphan (its owner was
+SIGKILLed); the next command of its kind removes what it made (`orphans`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import stat
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from .errors import CloudhpcError
+from .procs import descendants, kill, parent_pids, start_time, tagged
+
+STATE_VAR = "CLOUDHPC_STATE"
+MARK = ".cloudhpc-made"
+_TOKEN = re.compile(r"[0-9a-f]{32}")
+
+
+def state_home() -> Path:
+    """cloudhpc's own state: $CLOUDHPC_STATE, else $XDG_STATE_HOME/cloudhpc, else
+    ~/.local/state/cloudhpc."""
+    explicit = os.environ.get(STATE_VAR)
+    if explicit:
+        return Path(explicit).expanduser().absolute()
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local/state")
+    return Path(base).absolute() / "cloudhpc"
+
+
+def _registry() -> Path:
+    return state_home() / "made"
+
+
+@dataclass
+class Made:
+    """One directory cloudhpc made (see the module's docstring)."""
+
+    token: str
+    kind: str
+    path: str
+    dev: int
+    ino: int
+    owner: list | None  # [pid, start time] of the process it belongs to; None: kept until removed
+    made_dir: bool  # cloudhpc created the directory (else it was an empty one, lent)
+    whole: bool  # everything in it is cloudhpc's (else only `parts`)
+    parts: list[str] = field(default_factory=list)
+    processes: dict[str, list] = field(default_factory=dict)  # label -> [pid, start time]
+
+
+def _record_path(token: str) -> Path:
+    return _registry() / f"{token}.json"
+
+
+def _save(made: Made) -> None:
+    from .atomic import write_text
+
+    reg = _registry()
+    try:
+        reg.mkdir(parents=True, exist_ok=True)
+        write_text(_record_path(made.token), json.dumps(asdict(made)))
+    except OSError as e:
+        raise CloudhpcError(
+            f"cannot record what cloudhpc makes in {reg}: {e.strerror} (set {STATE_VAR} to a "
+            "writable directory)"
+        ) from None
+
+
+def _load(token: str) -> Made | None:
+    if not _TOKEN.fullmatch(token):
+        return None
+    try:
+        data = json.loads(_record_path(token).read_text())
+        made = Made(**data)
+    except (OSError, ValueError, TypeError):
+        return None
+    return made if made.token == token else None
+
+
+def _forget(made: Made) -> None:
+    try:
+        _record_path(made.token).unlink()
+    except OSError:
+        pass
+
+
+def _read_mark(path: str) -> str | None:
+    """The token in `path`'s marker: a regular file, read without following a link."""
+    try:
+        fd = os.open(os.path.join(path, MARK), os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        text = os.read(fd, 64).decode("ascii", errors="replace").strip()
+    finally:
+        os.close(fd)
+    return text if _TOKEN.fullmatch(text) else None
+
+
+def find(path: str | os.PathLike, kind: str | None = None) -> Made | None:
+    """The record proving that cloudhpc made the directory `path` (of `kind`), else None."""
+    path = os.path.abspath(path)
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        return None  # a symbolic link, even to a made directory, is not it
+    token = _read_mark(path)
+    made = _load(token) if token else None
+    if made is None or made.path != path or (made.dev, made.ino) != (st.st_dev, st.st_ino):
+        return None
+    return made if kind is None or made.kind == kind else None
+
+
+def make_dir(
+    kind: str,
+    *,
+    path: str | os.PathLike | None = None,
+    parent: str | os.PathLike | None = None,
+    prefix: str = "",
+    owner: int | None = -1,
+    whole: bool = True,
+    mode: int | None = None,
+) -> Made:
+    """Make a directory of `kind` and record it: a new one named `prefix` + random characters
+    in `parent` (default: the temporary directory), or `path` (created, with its parents, if
+    missing; lent if it exists and is empty; refused otherwise). `mode`: of one it creates.
+    `owner`: the pid of the process
+    it belongs to (-1: this one; None: none, kept until removed). `whole`: the whole directory
+    is cloudhpc's (only for one it creates); else only the parts recorded with add_part."""
+    if path is None:
+        made_dir = True
+        where = tempfile.mkdtemp(prefix=prefix, dir=parent)
+    else:
+        where = os.path.abspath(path)
+        made_dir = not os.path.lexists(where)
+        if made_dir:
+            os.makedirs(where)
+        elif os.path.islink(where) or not os.path.isdir(where):
+            raise CloudhpcError(f"{where} exists and is not a directory")
+        elif os.listdir(where):
+            raise CloudhpcError(
+                f"{where} is not empty and is not cloudhpc's: give a new or an empty directory"
+            )
+    if mode is not None and made_dir:
+        os.chmod(where, mode)
+    st = os.lstat(where)
+    pid = os.getpid() if owner == -1 else owner
+    made = Made(
+        token=secrets.token_hex(16),
+        kind=kind,
+        path=where,
+        dev=st.st_dev,
+        ino=st.st_ino,
+        owner=None if pid is None else [pid, start_time(pid)],
+        made_dir=made_dir,
+        whole=whole and made_dir,
+    )
+    try:
+        _save(made)  # the record first: a marker alone would prove nothing
+        fd = os.open(os.path.join(where, MARK), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        with os.fdopen(fd, "w") as fh:
+            fh.write(made.token + "\n")
+    except BaseException:
+        _forget(made)
+        if made_dir:
+            shutil.rmtree(where, ignore_errors=True)
+        raise
+    return made
+
+
+def add_part(made: Made, *names: str) -> None:
+    """Record that cloudhpc is about to make `names` (entries of the made directory)."""
+    for name in names:
+        if not name or "/" in name or name in (".", "..", MARK):
+            raise ValueError(name)
+    made.parts.extend(n for n in names if n not in made.parts)
+    _save(made)
+
+
+def rename(made: Made, new_path: str | os.PathLike, keep: bool = False) -> None:
+    """Rename the made directory (a complete copy to its final name) and its record with it;
+    `keep`: it belongs to no process any more, kept until removed."""
+    new_path = os.path.abspath(new_path)
+    old = made.path
+    made.path = new_path
+    if keep:
+        made.owner = None
+    _save(made)  # first: a record naming a missing directory is forgotten, never misused
+    os.rename(old, new_path)
+
+
+def add_process(made: Made, pid: int, label: str) -> None:
+    """Record process `pid` (with its start time) as one cloudhpc started for `made`."""
+    made.processes[label] = [pid, start_time(pid)]
+    _save(made)
+
+
+def live_processes(made: Made) -> dict[str, int]:
+    """label -> pid of the recorded processes that are still those processes."""
+    return {
+        label: pid
+        for label, (pid, started) in made.processes.items()
+        if started is not None and start_time(pid) == started
+    }
+
+
+def signal_process(made: Made, label: str, sig: int) -> bool:
+    """Send `sig` to the recorded process `label` if it is still that process."""
+    pid = live_processes(made).get(label)
+    if pid is None:
+        return False
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def token_entry(made: Made, var: str) -> str:
+    """The environment entry the processes started for `made` carry: VAR=TOKEN."""
+    return f"{var}={made.token}"
+
+
+def end_processes(made: Made, var: str | None = None, rounds: int = 50) -> int:
+    """SIGKILL the recorded processes still alive, those carrying `var`=the record's token, and
+    every process below them (the tree is read before anything is killed, as the children of a
+    killed process are re-parented); again until none is left. Returns how many were signalled."""
+    seen: set[int] = set()
+    for _ in range(rounds):
+        roots = set(live_processes(made).values())
+        if var:
+            roots |= tagged(token_entry(made, var))
+        table = parent_pids()
+        pids = set(roots)
+        for pid in roots:
+            pids |= descendants(pid, table)
+        pids = _alive(pids - {os.getpid()})  # a zombie is over: only its parent can reap it
+        if not pids:
+            break
+        kill(pids)
+        seen |= pids
+        time.sleep(0.005)
+    return len(seen)
+
+
+def _alive(pids: set[int]) -> set[int]:
+    return {p for p in pids if _state(p) not in ("Z", None)}
+
+
+def _state(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        return None
+    return raw[raw.rfind(b")") + 2 :][:1].decode()
+
+
+def remove_dir(target: Made | str | os.PathLike) -> bool:
+    """Remove what cloudhpc made of the directory (see the module's docstring) and forget it.
+    False, touching nothing, when the directory is not proved cloudhpc's (a record whose
+    directory is gone or replaced is forgotten)."""
+    path = target.path if isinstance(target, Made) else os.path.abspath(target)
+    made = find(path)
+    if isinstance(target, Made) and (made is None or made.token != target.token):
+        _forget(target)
+        return False
+    if made is None:
+        return False
+    if made.whole:
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        for name in made.parts:
+            part = os.path.join(path, name)
+            if os.path.isdir(part) and not os.path.islink(part):
+                shutil.rmtree(part, ignore_errors=True)
+            else:
+                try:
+                    os.unlink(part)
+                except FileNotFoundError:
+                    pass
+        try:
+            os.unlink(os.path.join(path, MARK))
+        except FileNotFoundError:
+            pass
+        if made.made_dir:
+            try:
+                os.rmdir(path)
+            except OSError:  # a file of someone else's is in it: it stays, with the directory
+                pass
+    _forget(made)
+    return True
+
+
+def orphans(kind: str) -> list[Made]:
+    """The made directories of `kind` whose owner process is gone, by path; records whose
+    directory is gone (of any kind: removed by hand, or with pytest's temporary directories)
+    or is not the one made any more are forgotten on the way."""
+    try:
+        names = os.listdir(_registry())
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        made = _load(name.removesuffix(".json")) if name.endswith(".json") else None
+        if made is None:
+            continue
+        if not os.path.lexists(made.path):
+            _forget(made)
+            continue
+        if made.kind != kind or not made.owner:
+            continue
+        pid, started = made.owner
+        if started is not None and start_time(pid) == started:
+            continue  # its owner is alive
+        proved = find(made.path)
+        if proved is None or proved.token != made.token:
+            _forget(made)
+            continue
+        found.append(made)
+    return sorted(found, key=lambda m: m.path)
