@@ -103,7 +103,7 @@ def submit_runs(
     index = {p.key: i for i, p in enumerate(plan.runs)}
     name = plan.campaign.name
     command = [a for a in command if a != "--dry-run"]  # as given (after `cloudhpc`)
-    entries = []
+    scripts = []  # every script is written (and its values checked) before any is submitted
     for runs, partition in zip(groups.values(), partitions, strict=True):
         job = runs[0].request.job  # type: ignore[union-attr]
         job_dir = new_job_dir(plan.results, f"campaign-{name}")
@@ -124,11 +124,7 @@ def submit_runs(
                 for i, p in enumerate(runs)
             ),
         ]
-        body = [
-            f"RUNS=({' '.join(str(index[p.key]) for p in runs)})",
-            f'exec {shlex.join(inner)} "${{RUNS[$SLURM_ARRAY_TASK_ID]}}"',
-        ]
-        text = compose(command, comments, sbatch, job_dir, body)
+        text = compose(command, comments, sbatch, job_dir, inner, [index[p.key] for p in runs])
         entry: dict[str, Any] = {
             "app": f"campaign {name}",
             "command_line": shlex.join(["cloudhpc", *command]),
@@ -140,9 +136,8 @@ def submit_runs(
             "nprocs": job.nprocs,
             "results": str(Path(plan.results).absolute()),
         }
-        if dry_run:
-            entries.append({**entry, "script": text})
-            continue
-        assert client is not None
-        entries.append(submit_script(client, job_dir, text, entry))
-    return entries
+        scripts.append((job_dir, text, entry))
+    if dry_run:
+        return [{**entry, "script": text} for _, text, entry in scripts]
+    assert client is not None
+    return [submit_script(client, job_dir, text, entry) for job_dir, text, entry in scripts]

@@ -208,6 +208,8 @@ def _workloads(c: Campaign, tables: Any) -> tuple[Workload, ...]:
         name, command = t.get("name"), t.get("command")
         if not isinstance(name, str) or not name.strip():
             raise c.error("give the workload a name (a non-empty string)", "workload", "name", i)
+        if any(not ch.isprintable() for ch in name):
+            raise c.error("the name must be printable text on one line", "workload", "name", i)
         if name in names:
             raise c.error(f"a second workload named {name!r}", "workload", "name", i)
         if not isinstance(command, str) or not command.strip():

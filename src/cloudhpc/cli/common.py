@@ -22,7 +22,7 @@ from ..launch.runner import plan_job, provisioned
 from ..mpi import DEFAULT as DEFAULT_MPI
 from ..mpi import IMPLEMENTATIONS
 from ..results.record import Record, as_record
-from .ui import ProgressMonitor, err, out
+from .ui import ProgressMonitor, err, out, shown
 
 
 def add_launch_options(p: argparse.ArgumentParser, default_np: int = 1) -> None:
@@ -295,15 +295,13 @@ def submit_run(job: Job, args: argparse.Namespace) -> None:
 
 def record_footer(record: Record | dict) -> None:
     """The closing lines of a run on the terminal: its check, and where its record went."""
-    from rich.markup import escape
-
     record = as_record(record)
     if record.verified is not None:
         ok = "[green]verified[/]" if record.verified else "[red]verification FAILED[/]"
         if record.checked_against:  # the check's own phase, after the run's table
-            ok += f" against {escape(record.checked_against)}"
+            ok += f" against {shown(record.checked_against)}"
         if record.timings.check_s is not None:
             ok += f" (check {record.timings.check_s:.3f}s, not in total)"
-        err.print(ok, highlight=False)
+        err.print(ok, markup=True)
     if record.path is not None:
         err.print(f"record: {os.path.relpath(record.path)}", highlight=False)

@@ -65,7 +65,7 @@ def handle(args: argparse.Namespace) -> int:
     records: dict[str, dict[str, Record]] = {"pingpong": {}, "allreduce": {}}
     base = {"sizes": args.sizes, "iters": args.iters, "warmup": None}
     for env in ENVS:
-        err.print(f"[bold]{env}[/]: pingpong, allreduce on 2 ranks")
+        err.print(f"[bold]{env}[/]: pingpong, allreduce on 2 ranks", markup=True)
         records["pingpong"][env] = execute(
             _job("bench.pingpong", env, base, args.results), ns, f"pingpong {env}"
         )

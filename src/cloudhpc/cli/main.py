@@ -8,6 +8,7 @@ import sys
 
 from .. import __version__, signals
 from ..errors import PATH_ERRORS, CloudhpcError, no_room
+from ..visible import visible
 from .parser import Formatter, Parser, requested
 
 # Each module has add_parser(subparsers, argv) and sets `handler` on its parser (argv: the words
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> None:
         code = args.handler(args) or 0
     except CloudhpcError as e:
         message = str(e)
-        print(f"cloudhpc: error: {e}", file=sys.stderr)
+        print(f"cloudhpc: error: {visible(str(e))}", file=sys.stderr)
         code = e.exit_code
     except KeyboardInterrupt as e:  # Ctrl-C, SIGTERM or SIGHUP (signals.py): the job has ended
         code = signals.exit_status(e)
@@ -86,7 +87,7 @@ def main(argv: list[str] | None = None) -> None:
             return _internal_error(e)
         where = f" {e.filename}" if e.filename else ""
         message = f"cannot use{where}: {e.strerror}"
-        print(f"cloudhpc: error: {message}", file=sys.stderr)
+        print(f"cloudhpc: error: {visible(message)}", file=sys.stderr)
         code = 1 if no_room(e) else 2
     except Exception as e:  # a bug in cloudhpc itself: still one line unless asked for more
         _batch_outcome("FAILED", 70, f"internal error: {type(e).__name__}: {e}")
@@ -126,7 +127,7 @@ def _internal_error(e: Exception) -> None:
     if os.environ.get("CLOUDHPC_DEBUG"):
         raise e
     print(
-        f"cloudhpc: internal error: {type(e).__name__}: {e} "
+        f"cloudhpc: internal error: {type(e).__name__}: {visible(str(e))} "
         "(set CLOUDHPC_DEBUG=1 for the traceback)",
         file=sys.stderr,
     )

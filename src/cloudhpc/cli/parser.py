@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from ..errors import CloudhpcError
+from ..visible import visible
 
 # True while a command line is read for a campaign (cli/campaign.py): errors are raised, not
 # printed with an exit, so that the campaign names its file's line
@@ -23,7 +24,7 @@ class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         if _raising.get():
             raise CommandLineError(f"{self.prog}: {message}")
-        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        print(f"{self.prog}: error: {visible(message)} (see --help)", file=sys.stderr)
         sys.exit(2)
 
 

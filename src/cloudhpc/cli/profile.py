@@ -32,7 +32,7 @@ from .common import add_launch_options, job_from_args, record_footer, submit_run
 from .npb import PARAM_SPEC as NPB_SPEC
 from .parser import Parser, add_subparser
 from .run import check_app_files, check_app_memory
-from .ui import ProgressMonitor, err, out, print_table
+from .ui import ProgressMonitor, err, out, print_table, shown
 
 EXAMPLES = """\
 examples:
@@ -204,12 +204,13 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
         record_footer(record)
     aborted = [r.rank for r in run.profile.ranks if r.aborted]
     if aborted:
-        err.print(f"[yellow]rank {', '.join(map(str, aborted))} called MPI_Abort[/]")
+        err.print(f"[yellow]rank {', '.join(map(str, aborted))} called MPI_Abort[/]", markup=True)
     missing = run.profile.missing_ranks
     if missing:
         err.print(
             f"[yellow]missing ranks {', '.join(map(str, missing))}: they wrote no profile "
-            "(ended before MPI_Finalize)[/]"
+            "(ended before MPI_Finalize)[/]",
+            markup=True,
         )
     if failed:
         error = outcome.error or {}
@@ -288,7 +289,7 @@ def render_callsites(profile: Profile, rank: int | None, top: int) -> None:
         t.add_row(*cells)
     out.print(t)
     for note in profile.meta.get("callsite_problems", []):
-        err.print(f"[yellow]call sites: {note}[/]")
+        err.print(f"[yellow]call sites: {shown(note)}[/]", markup=True)
 
 
 def _sig(v: float) -> str:
@@ -427,7 +428,8 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
         if prof.missing_ranks:
             err.print(
                 f"[yellow]missing ranks {', '.join(map(str, prof.missing_ranks))}: they "
-                "wrote no profile[/]"
+                "wrote no profile[/]",
+                markup=True,
             )
         return 0
     a, b = load_profile(args.a), load_profile(args.b)

@@ -8,8 +8,6 @@ import re
 import sys
 from collections.abc import Sequence
 
-from rich.markup import escape
-
 from ..atomic import atomic_file
 from ..errors import CloudhpcError
 from ..jsontext import print_json
@@ -21,7 +19,7 @@ from . import results_analysis as analysis
 from . import results_data as data
 from .common import DEFAULT_RESULTS
 from .parser import add_subparser
-from .ui import err, fmt, out, print_table
+from .ui import err, fmt, out, print_table, shown
 
 
 def parse_since(text: str) -> dt.datetime:
@@ -260,7 +258,7 @@ def _show(r: Record) -> None:
     for k, v in head:
         if v is None or v == "":  # a field the record does not have: not a line of `None`
             continue
-        out.print(f"[bold]{k:>15}[/]  {escape(str(v))}", highlight=False)
+        out.print(f"[bold]{k:>15}[/]  {shown(v)}", markup=True)
     if r.metrics:
         print_table("metrics", [dict(r.metrics)])
     if r.rows:

@@ -1,4 +1,11 @@
-"""Terminal output: a progress bar fed by the ranks, and tables (rich, on stderr/stdout)."""
+"""Terminal output: a progress bar fed by the ranks, and tables (rich, on stderr/stdout).
+
+The one escaping point of what cloudhpc shows (docs/failures.md, rule 2): names and record
+fields are data. `out` and `err` print with rich's markup off unless a caller asks for it (and
+then escapes its values with `shown`), and every string rich renders, in a print, a table's
+cell or title, a progress bar's columns, passes through visible.py first: ESC, carriage returns,
+C1 controls, bidirectional overrides are shown as escapes, never sent to the terminal.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..launch.runner import Monitor
+from ..visible import visible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -26,13 +34,29 @@ class _LazyConsole:
     def rich(self) -> Console:
         """The Console itself, for rich objects that take one (Progress(console=...))."""
         if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(**self._options)
+            self._console = _data_console()(markup=False, highlight=False, **self._options)
         return self._console
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.rich, name)
+
+
+def _data_console() -> type:
+    """rich's Console, with every string it renders made visible first."""
+    from rich.console import Console
+
+    class DataConsole(Console):
+        def render_str(self, text: str, **options: Any):  # noqa: ANN202 (rich's Text)
+            return super().render_str(visible(text, newlines=True), **options)
+
+    return DataConsole
+
+
+def shown(value: Any) -> str:
+    """`value` inside a string printed with markup=True: escaped as rich markup."""
+    from rich.markup import escape
+
+    return escape(visible(str(value)))
 
 
 # Piped or redirected output is read by scripts and tests: never truncate a table to 80 columns.
@@ -53,10 +77,16 @@ def progress_bar(first: str, *fields: str, transient: bool = False) -> Progress 
         TextColumn,
         TimeElapsedColumn,
     )
+    from rich.text import Text
 
-    columns = [TextColumn(f"{{task.fields[{name}]}}") for name in fields]
+    class VisibleColumn(TextColumn):  # a column's text is data: no markup, no raw escapes
+        def render(self, task):  # noqa: ANN001, ANN202
+            text = self.text_format.format(task=task)
+            return Text(visible(text), style=self.style, justify=self.justify)
+
+    columns = [VisibleColumn(f"{{task.fields[{name}]}}") for name in fields]
     return Progress(
-        TextColumn(first),
+        VisibleColumn(first),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -118,7 +148,6 @@ def fmt(value: Any) -> str:
 
 
 def table(title: str, rows: Sequence[dict], columns: Sequence[str] | None = None) -> Table:
-    from rich.markup import escape
     from rich.table import Table
 
     columns = list(columns or (rows[0].keys() if rows else []))
@@ -126,7 +155,7 @@ def table(title: str, rows: Sequence[dict], columns: Sequence[str] | None = None
     for c in columns:
         t.add_column(c, justify="right" if rows and _numeric(rows, c) else "left")
     for r in rows:
-        t.add_row(*(escape(fmt(r.get(c))) for c in columns))  # values are data, not markup
+        t.add_row(*(fmt(r.get(c)) for c in columns))  # data: the console shows no markup
     return t
 
 

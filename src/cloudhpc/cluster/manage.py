@@ -158,9 +158,7 @@ def up(
 def _create(cluster: Cluster) -> Cluster:
     with signals.held():
         made = owned.make_dir("cluster", path=cluster.state_dir, owner=None, whole=False)
-        owned.add_part(
-            made, "cluster.json", f"{cluster.name}.hosts", "hook", "scratch", "volumes"
-        )
+        owned.add_part(made, "cluster.json", f"{cluster.name}.hosts", "hook", "scratch", "volumes")
         state.save(cluster)  # the name is taken, and down knows where to look
     with signals.held():
         number = net.claim_bridge(cluster.name)

@@ -36,6 +36,7 @@ from ..atomic import write_json, write_text
 from ..errors import CloudhpcError
 from ..job import Job
 from ..slurm.client import SlurmClient, format_time_limit, parse_time_limit
+from . import script
 from .names import HOSTS
 
 BATCH_VAR = "CLOUDHPC_BATCH_JOB"
@@ -70,6 +71,10 @@ def check_options(submit: bool, opts: SubmitOptions) -> int | None:
             if value is not None:
                 raise CloudhpcError(f"{name} is for --submit (a Slurm batch job)")
         return None
+    if opts.account is not None:  # of their kind, before anything is asked of Slurm
+        script.check_value("name", opts.account, "--account")
+    if opts.partition is not None:
+        script.check_value("names", opts.partition, "--partition")
     return parse_time_limit(opts.time) if opts.time is not None else None
 
 
@@ -125,27 +130,31 @@ def sbatch_options(
     job_dir: Path,
     name: str,
     array: int | None = None,
-) -> list[str]:
-    """The #SBATCH options of a job running `job` (each task of an array of `array` tasks)."""
+) -> list[tuple[str, str | None]]:
+    """The #SBATCH options of a job running `job` (each task of an array of `array` tasks), as
+    (option, value) pairs: launch/script.py checks and writes them."""
     lay = job.layout
-    sbatch = [f"--job-name={name}", f"--ntasks={job.nprocs}"]
+    sbatch: list[tuple[str, str | None]] = [
+        ("job-name", script.job_name(name)),
+        ("ntasks", str(job.nprocs)),
+    ]
     if job.layout_given:
-        sbatch += [f"--nodes={lay.nodes}", f"--ntasks-per-node={lay.procs_per_node}"]
-    sbatch.append(f"--cpus-per-task={lay.threads}")
+        sbatch += [("nodes", str(lay.nodes)), ("ntasks-per-node", str(lay.procs_per_node))]
+    sbatch.append(("cpus-per-task", str(lay.threads)))
     if job.hosts:  # a placement plan: the nodes it names
-        sbatch.append(f"--nodelist={','.join(dict.fromkeys(h.name for h in job.hosts))}")
+        sbatch.append(("nodelist", ",".join(dict.fromkeys(h.name for h in job.hosts))))
     if oversubscribe:
-        sbatch.append("--overcommit")
+        sbatch.append(("overcommit", None))
     if partition:
-        sbatch.append(f"--partition={partition}")
+        sbatch.append(("partition", partition))
     if opts.time is not None:
-        sbatch.append(f"--time={format_time_limit(parse_time_limit(opts.time))}")
+        sbatch.append(("time", format_time_limit(parse_time_limit(opts.time))))
     if opts.account:
-        sbatch.append(f"--account={opts.account}")
+        sbatch.append(("account", opts.account))
     if array is not None:
-        sbatch.append(f"--array=0-{array - 1}")
+        sbatch.append(("array", f"0-{array - 1}"))
     out = "slurm-%A_%a.out" if array is not None else "slurm-%j.out"
-    sbatch += [f"--chdir={os.getcwd()}", f"--output={job_dir}/{out}"]
+    sbatch += [("chdir", os.getcwd()), ("output", f"{job_dir}/{out}")]
     return sbatch
 
 
@@ -165,26 +174,28 @@ def script_text(
         f"{Path(job.results_dir).absolute()}; how the job ended to outcome.json beside this",
         "script (`cloudhpc jobs`).",
     ]
-    body = [f"exec {shlex.join([sys.executable, '-m', 'cloudhpc', *command])}"]
-    return compose(command, comments, sbatch, job_dir, body)
+    argv = [sys.executable, "-m", "cloudhpc", *command]
+    return compose(command, comments, sbatch, job_dir, argv)
 
 
 def compose(
-    command: list[str], comments: list[str], sbatch: list[str], job_dir: Path, body: list[str]
+    command: list[str],
+    comments: list[str],
+    sbatch: list[tuple[str, str | None]],
+    job_dir: Path,
+    argv: list[str],
+    array_runs: list[int] | None = None,
 ) -> str:
-    """A batch script: where it came from, #SBATCH lines, CLOUDHPC_BATCH_JOB, its body."""
+    """A batch script: where it came from, #SBATCH lines, CLOUDHPC_BATCH_JOB, the command (the
+    array task's run number from `array_runs` as its last word). Written by launch/script.py,
+    where no value can leave its word or its line."""
     when = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-    lines = [
-        "#!/bin/bash",
-        f"# A cloudhpc batch job (cloudhpc {__version__}, {when}), submitted with:",
-        f"#   {shlex.join(['cloudhpc', *command])}",
-        *(f"# {c}" for c in comments),
-        *(f"#SBATCH {opt}" for opt in sbatch),
-        "",
-        f"export {BATCH_VAR}={shlex.quote(str(job_dir))}",
-        *body,
+    header = [
+        f"A cloudhpc batch job (cloudhpc {__version__}, {when}), submitted with:",
+        f"  {shlex.join(['cloudhpc', *command])}",
+        *comments,
     ]
-    return "\n".join(lines) + "\n"
+    return script.script(header, sbatch, [(BATCH_VAR, str(job_dir))], argv, array_runs)
 
 
 def submit(
