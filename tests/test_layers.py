@@ -26,6 +26,7 @@ LAYERS: list[set[str]] = [
         "signals",
         "procs",
         "owned",
+        "visible",
         "memory",
         "jit",
         "context",
