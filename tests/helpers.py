@@ -29,6 +29,27 @@ def run_cli(*args: str, cwd=None, env=None, timeout: float = 240) -> subprocess.
     )
 
 
+def cli_in_process(argv: list[str], cwd) -> tuple[int, str, str]:
+    """cloudhpc ARGV in this process (for commands refused or dry runs that start nothing, many
+    times over: no interpreter start each): exit code, stdout, stderr."""
+    import contextlib
+    import io
+
+    from cloudhpc.cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code, saved = 0, sys.argv
+    sys.argv = ["cloudhpc", *argv]  # --submit writes the command line it was given
+    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(argv)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+        finally:
+            sys.argv = saved
+    return code, out.getvalue(), err.getvalue()
+
+
 def run_json(*args: str, **kw) -> dict:
     """Run with --json and return the printed record (fails the test on a non-zero exit)."""
     r = run_cli(*args, "--json", **kw)

@@ -11,8 +11,6 @@ command that shows them.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -21,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import run_cli
+from helpers import cli_in_process, run_cli
 
 from cloudhpc.launch import script as batch_script
 from cloudhpc.launch.script import SBATCH_OPTIONS
@@ -48,22 +46,7 @@ def forms(marker: Path) -> list[str]:
     ]
 
 
-def _cli(argv: list[str], cwd: Path) -> tuple[int, str, str]:
-    """cloudhpc ARGV in this process (a --dry-run starts nothing): exit code, stdout, stderr."""
-    from cloudhpc.cli.main import main
-
-    out, err = io.StringIO(), io.StringIO()
-    code, saved = 0, sys.argv
-    sys.argv = ["cloudhpc", *argv]  # --submit writes the command line it was given
-    with contextlib.chdir(cwd), contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main(argv)
-        except SystemExit as e:
-            code = e.code if isinstance(e.code, int) else 1
-        finally:
-            sys.argv = saved
-    return code, out.getvalue(), err.getvalue()
-
+_cli = cli_in_process
 
 _SBATCH = re.compile(r"#SBATCH --([a-z-]+)(?:=(.*))?")
 

@@ -17,6 +17,11 @@ make outputs unreadable to the user's group).
 A full disk (ENOSPC), a quota (EDQUOT) or a read-only file system (EROFS) met anywhere while a file
 is written becomes errors.EnvironmentFailure naming the file: one line and exit 1 for the user,
 and nothing under the final name (a file it would have replaced keeps its old contents).
+
+Only a regular file is ever replaced (docs/failures.md, rule 3): a name that stands for a device
+(/dev/full, /dev/null), a FIFO, a socket or a directory, itself or through a symbolic link, is
+refused (CloudhpcError) at the moment of the rename, whatever checked it before
+(paths.check_output_file refuses it before anything runs).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from .errors import cannot_write, no_room
+from .errors import CloudhpcError, cannot_write, no_room
 
 _NO_TMPFILE = {errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT}
 
@@ -60,6 +65,44 @@ def file_mode() -> int:
 def dir_mode() -> int:
     """The mode a new directory gets from mkdir(2): 0777 minus the umask."""
     return 0o777 & ~current_umask()
+
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def node_kind(path: str | os.PathLike) -> str | None:
+    """What `path` names (through symbolic links) when it exists and is not a regular file
+    ("a character device", "a FIFO", ...); None for a regular file or nothing."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):  # nothing there (or a dangling link): a new file may go
+        return None
+    if stat.S_ISREG(mode):
+        return None
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def check_replaceable(path: str | os.PathLike, what: str = "") -> None:
+    """Refuse (one line) to write over `path` unless it is a regular file or nothing."""
+    kind = node_kind(path)
+    if kind is not None:
+        label = f"{what} {path}" if what else str(path)
+        raise CloudhpcError(
+            f"{label} is {kind}, not a regular file: cloudhpc writes over regular files only"
+        )
+
+
+def replace_file(src: str | os.PathLike, target: str | os.PathLike) -> None:
+    """os.replace(src, target) for a file made whole under a hidden name, never over a
+    non-file (check_replaceable)."""
+    check_replaceable(target)
+    os.replace(src, target)
 
 
 def _hidden_name(target: Path) -> Path:
@@ -128,10 +171,11 @@ def _publish_unnamed(fd: int, target: Path, replace: bool) -> None:
     if not replace:
         _give_name(fd, target)
         return
+    check_replaceable(target)
     hidden = _hidden_name(target)
     _give_name(fd, hidden)
     try:
-        os.replace(hidden, target)
+        replace_file(hidden, target)
     except BaseException:
         hidden.unlink(missing_ok=True)
         raise
@@ -139,7 +183,7 @@ def _publish_unnamed(fd: int, target: Path, replace: bool) -> None:
 
 def _publish_named(tmp: Path, target: Path, replace: bool) -> None:
     if replace:
-        os.replace(tmp, target)
+        replace_file(tmp, target)
     else:
         os.link(tmp, target)  # never replaces: FileExistsError
         tmp.unlink()

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .atomic import node_kind
 from .errors import CloudhpcError, EnvironmentFailure, no_room
 
 
@@ -82,14 +83,28 @@ def _existing_ancestor(p: Path, what: str, path: str | os.PathLike) -> Path:
     raise CloudhpcError(f"cannot write {what} {path}: no such directory")  # pragma: no cover
 
 
+def _not_empty(path: str | os.PathLike, what: str) -> None:
+    if not str(path).strip():
+        raise CloudhpcError(f"{what} {str(path)!r}: an empty path; name a file or directory")
+
+
 def check_output_file(path: str | os.PathLike | None, what: str = "output") -> None:
-    """A file that will be created (or replaced) at `path`; its directory must exist."""
-    if not path:
+    """A file that will be created (or replaced) at `path`; its directory must exist. Only a
+    regular file is replaced: a path that is a device (/dev/full), a FIFO, a socket or a
+    directory, itself or through a link, is refused (atomic.py refuses it again at the rename).
+    None: no such output was asked for."""
+    if path is None:
         return
+    _not_empty(path, what)
     check_name_lengths(path, what)
     p = Path(path).absolute()
-    if p.is_dir():
+    kind = node_kind(p)
+    if kind == "a directory":
         raise CloudhpcError(f"{what} {path} is a directory")
+    if kind is not None:
+        raise CloudhpcError(
+            f"{what} {path} is {kind}, not a regular file: cloudhpc writes over regular files only"
+        )
     parent = p.parent
     if not parent.exists():
         _existing_ancestor(p, what, path)  # names a file standing where a directory should be
@@ -101,6 +116,7 @@ def check_output_file(path: str | os.PathLike | None, what: str = "output") -> N
 
 def check_output_dir(path: str | os.PathLike, what: str = "output directory") -> None:
     """A directory that will be created if needed and filled with new files."""
+    _not_empty(path, what)
     check_name_lengths(path, what)
     p = Path(path).absolute()
     if p.exists():

@@ -36,6 +36,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
+from ..atomic import replace_file
 from ..context import RunContext
 from ..errors import EnvironmentFailure, cannot_write, no_room
 from .ior_params import validate
@@ -78,7 +79,7 @@ def _file_phase(ctx: RunContext, p: dict, access: str, it: int, owner: bool) -> 
         row = _file_phase_io(ctx, p, access, it)
         if access == "write":
             if owner:
-                os.replace(_hidden_path(p, ctx.rank), _test_path(p, ctx.rank))
+                replace_file(_hidden_path(p, ctx.rank), _test_path(p, ctx.rank))
             ctx.comm.Barrier()  # named before anyone reads it
         return row
     except OSError as e:  # a full disk, a read-only one, a file gone: one line naming it

@@ -77,7 +77,7 @@ def params_from_args(args: argparse.Namespace) -> dict:
         "write": args.write,
         "read": args.read,
         "iterations": args.iterations,
-        "path": os.path.abspath(args.path) if args.path else None,
+        "path": os.path.abspath(args.path) if args.path else args.path,
         "keep": args.keep,
         "cache": args.cache,
         "volume": args.volume,

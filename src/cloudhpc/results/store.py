@@ -130,6 +130,8 @@ def store_path(results_dir: str | os.PathLike) -> Path:
 def check_writable(results_dir: str | os.PathLike) -> Path:
     """Fail before a run starts if its record could not be stored."""
     path = store_path(results_dir)
+    if os.path.lexists(path) and not path.is_dir():  # mkdir's "File exists" would say too little
+        raise CloudhpcError(f"results directory {path} exists and is not a directory")
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):  # unnamed where the system allows: never left

@@ -57,7 +57,7 @@ def add_graph_arguments(parser: argparse.ArgumentParser, name: str) -> argparse.
 
 
 def graph_params(args: argparse.Namespace) -> dict[str, Any]:
-    absolute = lambda p: os.path.abspath(p) if p else None  # noqa: E731
+    absolute = lambda p: os.path.abspath(p) if p else p  # noqa: E731 ('' is refused)
     return {
         "edges": absolute(args.edges),
         "directed": bool(args.directed),
@@ -92,10 +92,10 @@ def validate_graph(params: dict[str, Any]) -> None:
     if int(params.get("max_supersteps", 1)) < 1:
         raise CloudhpcError("--max-supersteps must be at least 1")
     out = params.get("out")
-    if out:
+    if out is not None:
+        check_output_path(out, "--out")
         if not out.endswith(OUT_SUFFIXES):
             raise CloudhpcError(f"--out {out}: give a .npy or .parquet file name")
-        check_output_path(out, "--out")
 
 
 # Bytes per stored (directed) edge and per vertex: ids, the partition's CSR and the copies its

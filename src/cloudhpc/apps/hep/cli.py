@@ -77,7 +77,7 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "bins": list(args.bins),
         "ranges": [list(r) for r in args.ranges],
         "tree": args.tree,
-        "out": os.path.abspath(args.out),
+        "out": os.path.abspath(args.out) if args.out else args.out,
         "chunk_events": args.chunk_events,
         "memory_budget": budget,
         "generate": None,

@@ -146,7 +146,7 @@ def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
         "families": args.families,
         "divergence": args.divergence,
         "seed": args.seed,
-        "fasta_out": os.path.abspath(args.fasta_out) if args.fasta_out else None,
+        "fasta_out": os.path.abspath(args.fasta_out) if args.fasta_out else args.fasta_out,
         "matrix": args.matrix,
         "match": args.match,
         "mismatch": args.mismatch,

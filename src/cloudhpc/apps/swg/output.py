@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.lib.format as npformat
 
+from ...atomic import replace_file
 from ...errors import NO_ROOM, CloudhpcError, EnvironmentFailure, cannot_write, no_room
 from ..arrays import write_atomic
 from .decompose import Tile
@@ -125,7 +126,7 @@ class MatrixFile:
                 raise (cannot_write(self.out, e) if no_room(e) else e) from None
             names_file = names_path(self.out)  # first: a full disk stops before the matrix
             write_atomic(names_file, lambda f: f.write(("\n".join(names) + "\n").encode()))
-            os.replace(self.tmp, self.out)
+            replace_file(self.tmp, self.out)
             return [self.out, names_file]
         try:
             write_phylip(self.out, self.open_result(), names, measure)
