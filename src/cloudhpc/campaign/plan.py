@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -86,10 +87,24 @@ def _word(v: Scalar) -> str:
     return ("true" if v else "false") if isinstance(v, bool) else str(v)
 
 
-def plan_campaign(campaign: Campaign, reader: CommandReader, results: str) -> CampaignPlan:
+def run_count(campaign: Campaign) -> tuple[int, int]:
+    """(runs, (workload, cell) pairs) the campaign makes, without reading a command."""
+    pairs = sum(len(campaign.cells(w.name)) for w in campaign.workloads)
+    return pairs * campaign.repetitions, pairs
+
+
+def plan_campaign(
+    campaign: Campaign,
+    reader: CommandReader,
+    results: str,
+    progress: Callable[[int, int], None] | None = None,
+) -> CampaignPlan:
     """Every run of the campaign, each command read and checked: the first problem is raised as
-    CampaignFileError naming the file's line and key, before anything runs."""
+    CampaignFileError naming the file's line and key, before anything runs. `progress(done,
+    total)` after each (workload, cell) read."""
     cells = campaign.cells()
+    per_workload = {w.name: campaign.cells(w.name) for w in campaign.workloads}
+    total, done = sum(len(c) for c in per_workload.values()), 0
     requests: dict[tuple[str, str], tuple[RunRequest, tuple[str, ...]]] = {}
     for w in campaign.workloads:
         words = _words(campaign, w)
@@ -99,7 +114,11 @@ def plan_campaign(campaign: Campaign, reader: CommandReader, results: str) -> Ca
             raise campaign.error(str(e), "workload", "command", w.index) from None
         given = _given_options(campaign, w, words, options)
         spelled = {key: _matrix_option(campaign, w, key, options, given) for key in campaign.matrix}
-        for cell in campaign.cells(w.name):
+        _once_each(campaign, spelled)
+        for cell in per_workload[w.name]:
+            done += 1
+            if progress is not None:
+                progress(done, total)
             argv = [*words, *_cell_words(campaign, cell, spelled), "--results", results]
             try:
                 found = reader.requests(argv)
@@ -130,6 +149,20 @@ def plan_campaign(campaign: Campaign, reader: CommandReader, results: str) -> Ca
                     request, argv = requests[(w.name, cell_text(cell))]
                     runs.append(PlannedRun(w.name, dict(cell), rep, request, argv))
     return CampaignPlan(campaign, results, tuple(cells), tuple(runs))
+
+
+def _once_each(c: Campaign, spelled: dict[str, tuple[str, Option]]) -> None:
+    """Two matrix keys that are one option (`nprocs` and `np`, `ray_address` and
+    `ray-address`) would run every cell with the last one alone, recorded under both."""
+    seen: dict[tuple[str, ...], str] = {}
+    for key, (spelling, option) in spelled.items():
+        if option.strings in seen:
+            raise c.error(
+                f"{seen[option.strings]} and {key} are the same option ({spelling}): give it once",
+                "matrix",
+                key,
+            )
+        seen[option.strings] = key
 
 
 def _cells_fault(

@@ -263,11 +263,11 @@ def _matrix(c: Campaign, table: Any) -> dict[str, tuple[Scalar, ...]]:
         for v in values:
             if not isinstance(v, (str, int, float, bool)):
                 raise c.error(f"{v!r} is not a value (strings, numbers, true/false)", "matrix", key)
-        seen: list[Scalar] = []
+        seen: set[tuple[type, Scalar]] = set()  # 1 and 1.0 and true are three values
         for v in values:
-            if any(type(v) is type(s) and v == s for s in seen):
+            if (type(v), v) in seen:
                 raise c.error(f"{v!r} is listed twice", "matrix", key)
-            seen.append(v)
+            seen.add((type(v), v))
         matrix[key] = tuple(values)
     return matrix
 
