@@ -153,6 +153,9 @@ def launch_options(
     args: argparse.Namespace, engine_options: dict[str, Any] | None = None
 ) -> LaunchOptions:
     """The launch options of a parsed command line."""
+    for option in ("hosts", "placement", "layout", "launcher", "results"):
+        if getattr(args, option, None) == "":  # not "the default": an empty word
+            raise CloudhpcError(f"--{option} '': an empty value; leave the option out instead")
     return LaunchOptions(
         nprocs=args.np,
         hosts=args.hosts,

@@ -45,7 +45,8 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p.set_defaults(handler=handle)
 
 
-def jobs_table(results: str) -> list[dict]:
+def jobs_table(results: str, notes: list[str] | None = None) -> list[dict]:
+    """One row per submitted job; why Slurm could not be asked goes to `notes`."""
     from ..launch.batch import job_records, job_state, read_jobs, summary_state, task_states
     from ..slurm.client import SlurmClient
 
@@ -53,8 +54,10 @@ def jobs_table(results: str) -> list[dict]:
     ids = [e["job_id"] for e in entries]
     try:
         states = SlurmClient().states(ids)
-    except CloudhpcError:  # no Slurm here now: the jobs' own outcomes still say
+    except CloudhpcError as e:  # no Slurm here now: the jobs' own outcomes still say
         states = {}
+        if notes is not None and ids:
+            notes.append(f"{e}; the states are the jobs' own outcomes")
     records = job_records(results, set(ids))
     rows = []
     for e in entries:
@@ -88,7 +91,10 @@ def jobs_table(results: str) -> list[dict]:
 def handle(args: argparse.Namespace) -> int:
     if args.wait_timeout <= 0:
         raise CloudhpcError("--wait-timeout must be a positive number of seconds")
-    rows = jobs_table(args.results)
+    notes: list[str] = []
+    rows = jobs_table(args.results, notes)
+    for note in notes:
+        err.print(f"cloudhpc: {note}", highlight=False)
     deadline = time.monotonic() + args.wait_timeout
     while args.wait and any(r["active"] for r in rows):
         if time.monotonic() > deadline:

@@ -198,6 +198,29 @@ def _check_args(args: argparse.Namespace) -> None:
         raise CloudhpcError(f"--nodes must be at least 1, not {args.nodes}")
     if args.top < 1:
         raise CloudhpcError("--top must be at least 1")
+    if args.np is not None and args.np < 1:
+        raise CloudhpcError(f"-n must be at least 1, not {args.np}")
+
+
+def check_source(profile: Any, record: dict[str, Any] | None, files: Path) -> None:
+    """A profile predict can start from: of a run that succeeded, every rank's whole (a failed
+    or cut-short run's times are not the program's; NaN or negative ones were refused when it
+    was read)."""
+    if not profile.ranks:
+        raise CloudhpcError(f"{files} holds no rank's profile")
+    code = (record or {}).get("exit_code") or (profile.meta or {}).get("returncode")
+    if (record or {}).get("status") == "failed" or code:
+        raise CloudhpcError(
+            f"the profile {files.name} is of a run that failed (exit code {code}): its times are "
+            "not the program's; profile a run that succeeds"
+        )
+    cut = [r.rank for r in profile.ranks if not r.complete or r.aborted]
+    if profile.missing_ranks or cut:
+        which = profile.missing_ranks or cut
+        raise CloudhpcError(
+            f"the profile {files.name} lacks the whole profile of rank(s) "
+            f"{', '.join(map(str, which))} (ended before MPI_Finalize): predict needs every rank"
+        )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -215,8 +238,7 @@ def handle(args: argparse.Namespace) -> int:
 
         price = load_prices(args.prices).lookup(args.instance)
     profile, record, files = load_source(args.profile, args.results)
-    if not profile.ranks:
-        raise CloudhpcError(f"{files} holds no rank's profile")
+    check_source(profile, record, files)
     nprocs = args.np if args.np is not None else profile.nprocs
     if nprocs != profile.nprocs:
         raise CloudhpcError(

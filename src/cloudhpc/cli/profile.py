@@ -120,7 +120,13 @@ def _param_spec(name: str) -> ParamSpec | None:
 
 
 def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
-    from ..profile.session import dry_run_plan, resolve_program, run_profiled
+    from ..profile.session import (
+        dry_run_plan,
+        resolve_program,
+        run_profiled,
+        unfinalized_ranks,
+        unfinalized_text,
+    )
 
     if args.top < 1:
         raise CloudhpcError("--top must be at least 1")
@@ -212,6 +218,9 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
             "(ended before MPI_Finalize)[/]",
             markup=True,
         )
+    unfinished = unfinalized_ranks(run.profile)
+    if unfinished and not failed:
+        raise RunFailed(f"the program's {unfinalized_text(unfinished)}; it was recorded as failed")
     if failed:
         error = outcome.error or {}
         if error.get("kind") == "timeout" or (error.get("message") and "rank" not in error):

@@ -329,13 +329,14 @@ def job_records(results_dir: str, job_ids: set[str]) -> dict[str, list[str]]:
 
 
 def job_state(entry: dict[str, Any], slurm_state: str | None) -> str:
-    """What the jobs table says: Slurm's state while the job is queued or running, else how the
-    job ended by its own account, else Slurm's last word."""
+    """What the jobs table says: how the job's command ended by its own account once it has
+    (Slurm may go on calling the job RUNNING or COMPLETING for minutes when the node's slurmd
+    is gone), else Slurm's state while the job is queued or running, else Slurm's last word."""
     outcome = entry.get("outcome") or {}
-    if slurm_state in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED"):
-        return slurm_state
     if outcome.get("state"):
         return outcome["state"]
+    if slurm_state in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED"):
+        return slurm_state
     if slurm_state:
         return slurm_state
     return "UNKNOWN"

@@ -173,9 +173,14 @@ class PypiImplementation(MpiImplementation):
         return mpi_root() / f"{self.name}-{self.pinned}"
 
     def installed(self) -> bool:
+        """Installed whole: its stamp, and the library and mpiexec runs need (a removed libmpi
+        made every rank fail)."""
         from .install import stamp_of
 
-        return stamp_of(self.prefix()) is not None
+        return stamp_of(self.prefix()) is not None and self.complete(self.prefix())
+
+    def complete(self, prefix: Path) -> bool:
+        return self.library(prefix).is_file() and os.access(prefix / "bin" / "mpiexec", os.X_OK)
 
     def version(self) -> str:
         return self.pinned
@@ -185,7 +190,7 @@ class PypiImplementation(MpiImplementation):
             return
         from .install import install, probe_library
 
-        install(self, self.prefix(), lambda d: probe_library(self, d), say)
+        install(self, self.prefix(), lambda d: probe_library(self, d), say, self.complete)
 
     def library(self, prefix: Path | None = None) -> Path:
         """The libmpi that mpi4py must load."""
@@ -246,7 +251,7 @@ def register_implementation(
 
 def get_implementation(name: str | None = None) -> MpiImplementation:
     """The implementation called `name` (default: the venv's MPICH); one line for unknown."""
-    return IMPLEMENTATIONS.lookup(name or DEFAULT)
+    return IMPLEMENTATIONS.lookup(DEFAULT if name is None else name)  # "" is no name
 
 
 def implementation_names() -> list[str]:

@@ -68,6 +68,8 @@ def check_profile(d: Any, where: str = "profile") -> None:
         rank = r.get("rank")
         if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < nprocs:
             raise _bad(where, f"{at}.rank", f"is {rank!r}, not a rank of {nprocs}")
+        if any(isinstance(o, dict) and o.get("rank") == rank for o in ranks[:i]):
+            raise _bad(where, f"{at}.rank", f"is {rank}, a rank listed twice")
         for key in ("total_s", "mpi_s", "cpu_s"):
             v = r.get(key)
             if v is None and key == "cpu_s":
@@ -380,6 +382,16 @@ class Profile:
             raise CloudhpcError(f"{where} is malformed: {type(e).__name__}: {e}") from None
 
 
+def _what(e: Exception) -> str:
+    """A damaged field of a rank file as the user would name it (a list where an object
+    belongs: 'list' has no attribute 'get')."""
+    if isinstance(e, KeyError):
+        return f"no {e.args[0]!r} field"
+    if isinstance(e, AttributeError):
+        return f"a {type(getattr(e, 'obj', None)).__name__} where an object belongs"
+    return str(e)
+
+
 def read_rank_dir(directory: str | os.PathLike, nprocs: int) -> Profile:
     """Merge the rank files the library wrote; ranks with no file are reported as missing."""
     ranks = []
@@ -395,7 +407,10 @@ def read_rank_dir(directory: str | os.PathLike, nprocs: int) -> Profile:
                 f"{entry} has rank format {d.get('format')!r} version {d.get('format_version')}; "
                 f"this cloudhpc reads {RANK_FORMAT!r} version {RANK_FORMAT_VERSION}"
             )
-        ranks.append(RankProfile.from_json(d))
+        try:
+            ranks.append(RankProfile.from_json(d))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CloudhpcError(f"{entry} is malformed: {_what(e)}") from None
         nprocs = max(nprocs, int(d.get("size", 0)))
     ranks.sort(key=lambda r: r.rank)
     return Profile(nprocs=nprocs, ranks=ranks)

@@ -1101,6 +1101,19 @@ static void reset_stats(void) {
 }
 
 /* ---- environment management (by hand: they set the library up and write the profile) ---- */
+static int aborting, finalized;
+
+/* A rank that returns from main (or calls exit) without MPI_Finalize: its profile is written
+ * at exit, marked incomplete and not aborted, so the run is told it never finalized. */
+static void exit_without_finalize(void) {
+    if (!finalized && !aborting) write_profile(0, 0, now());
+}
+
+static void watch_exit(void) {
+    static int registered;
+    if (!registered) registered = atexit(exit_without_finalize) == 0;
+}
+
 int MPI_Init(int *argc, char ***argv) {
     void *ra = __builtin_return_address(0);
     reset_stats();
@@ -1111,6 +1124,7 @@ int MPI_Init(int *argc, char ***argv) {
     in_mpi = 0;
     tick_t t1 = now();
     setup();
+    watch_exit();
     acc_t A = ACC_NONE;
     finish(F_Init, &A, t0, t1, ra);
     return rc;
@@ -1126,12 +1140,11 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided) {
     in_mpi = 0;
     tick_t t1 = now();
     setup();
+    watch_exit();
     acc_t A = ACC_NONE;
     finish(F_Init_thread, &A, t0, t1, ra);
     return rc;
 }
-
-static int aborting;
 
 int MPI_Finalize(void) {
     /* MPICH's abort path can reach MPI_Finalize through this wrapper: keep the abort profile */
@@ -1149,6 +1162,7 @@ int MPI_Finalize(void) {
     finish(F_Finalize, &A, t0, t1, ra);
     write_trace();
     write_profile(1, 0, t1);
+    finalized = 1;
     return rc;
 }
 

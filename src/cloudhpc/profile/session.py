@@ -206,9 +206,15 @@ def run_profiled(
             probe=probe,
         )
         record["id"] = record_id
-        # the command fails (exit 1) when the program did, and the record says so
-        record["status"] = "failed" if outcome.returncode != 0 else "ok"
-        record["exit_code"] = 1 if outcome.returncode != 0 else 0
+        # the command fails (exit 1) when the program did, or when a rank returned without
+        # MPI_Finalize (an erroneous MPI program, whose launcher may still say 0), and the
+        # record says so
+        unfinished = unfinalized_ranks(profile)
+        ok = outcome.returncode == 0 and not unfinished
+        record["status"] = "ok" if ok else "failed"
+        record["exit_code"] = 0 if ok else 1
+        if unfinished and outcome.returncode == 0:
+            record.setdefault("extra", {})["error"] = unfinalized_text(unfinished)
         final = files_dir(results, record_id)
         os.rename(staging, final)
         record["outputs"] = [str(final / Path(p).relative_to(staging)) for p in outputs]
@@ -221,6 +227,16 @@ def run_profiled(
     finally:
         if probe is not None:
             probe.close()
+
+
+def unfinalized_ranks(profile: Profile) -> list[int]:
+    """The ranks whose profile was written when they exited without MPI_Finalize."""
+    return [r.rank for r in profile.ranks if not r.complete and not r.aborted]
+
+
+def unfinalized_text(ranks: list[int]) -> str:
+    which = f"rank {ranks[0]}" if len(ranks) == 1 else f"ranks {', '.join(map(str, ranks))}"
+    return f"{which} exited without calling MPI_Finalize (the profile ends at that exit)"
 
 
 def export(profile: Profile, directory: Path, *, trace: bool, top: int) -> list[Path]:

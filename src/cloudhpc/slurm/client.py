@@ -86,6 +86,12 @@ class SlurmClient:
         self.env = dict(os.environ if env is None else env)
 
     def _cmd(self, argv: list[str], check: bool = True) -> subprocess.CompletedProcess:
+        conf = self.env.get("SLURM_CONF")
+        if conf and not os.path.isfile(conf):  # the commands would retry for 30 s, then fail
+            raise CloudhpcError(
+                f"Slurm does not answer: SLURM_CONF names {conf}, which does not exist (a "
+                "`cloudhpc slurm down` since? unset SLURM_CONF)"
+            )
         try:
             r = subprocess.run(
                 argv, env=self.env, capture_output=True, text=True, timeout=TIMEOUT_S

@@ -17,12 +17,17 @@ from ...engines.registry import engine_for
 from ...engines.serial import SerialEngine
 from ...errors import CloudhpcError
 from ...jit import load_packages
+from ...memory import check_fits
 from ...models.bsp import BSPResult, VertexProgram, build_graph, gather_values, run_bsp
 from ...models.bsp.runner import SPMD_ONLY
 from ..arrays import block_range, save_npy_atomic, write_atomic
 from .generate import generate_edges
 from .inputs import edge_format, edge_rows, read_block, read_text
-from .options import MAX_VERTICES, edge_count
+from .options import MAX_VERTICES, VERTEX_BYTES, edge_count
+
+# bytes per vertex id that each rank's partition of a dense graph holds transiently (all ids,
+# and each id's owner: models/bsp/graph.py)
+ID_INDEX_BYTES = 16
 
 
 @dataclass(frozen=True)
@@ -70,8 +75,10 @@ def warm_up(app: GraphApp, params: dict[str, Any]) -> None:
     gather_values(engine, part, app.value)
 
 
-def load_block(engine, params: dict[str, Any], weighted: bool):
-    """This rank's share of the edges, and the vertex count V (collective)."""
+def load_block(engine, params: dict[str, Any], weighted: bool, ranks_here: int = 1):
+    """This rank's share of the edges, and the vertex count V (collective). V comes from the
+    largest id the edges name: it is checked against this host's memory before anything of
+    that size is made (`ranks_here` ranks on this host each hold an index of all V ids)."""
     rank, size = engine.rank, engine.size
     if params.get("generate"):
         m = edge_count(params)
@@ -100,6 +107,11 @@ def load_block(engine, params: dict[str, Any], weighted: bool):
         raise CloudhpcError("the graph has no edges and no vertices (give --vertices V)")
     if n > MAX_VERTICES:
         raise CloudhpcError(f"vertex id {n - 1} out of range: ids must be below {MAX_VERTICES}")
+    if given is None:  # the run's memory check before launch could not know V
+        check_fits(
+            n * (VERTEX_BYTES + ID_INDEX_BYTES * ranks_here),
+            f"a graph whose largest vertex id is {n - 1} ({n} vertices)",
+        )
     return src, dst, (w if weighted else None), n
 
 
@@ -163,7 +175,8 @@ def run_graph_app(ctx, app: GraphApp) -> dict[str, Any]:
     with ctx.phase("jit"):  # cached kernels only (fast); warm_up below compiles on a cold cache
         load_kernels(app)
     with ctx.phase("generate" if params.get("generate") else "load"):
-        src, dst, w, n = load_block(engine, params, app.weighted)
+        hosts = len({h.name for h in ctx.job.hosts}) or 1
+        src, dst, w, n = load_block(engine, params, app.weighted, max(1, ctx.size // hosts))
     if app.check_graph is not None:
         app.check_graph(engine, params, n, w)
     with ctx.phase("jit"):  # after the input checks: bad input fails without this wait
