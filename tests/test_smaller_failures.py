@@ -90,6 +90,9 @@ def test_a_program_that_never_finalizes_fails_its_profile(tmp_path):
     (record,) = (tmp_path / "cloudhpc-results").glob("*.json")
     rec = json.loads(record.read_text())
     assert rec["status"] == "failed" and "MPI_Finalize" in rec["extra"]["error"]
+    # and predict will not start from the profile of that failed run
+    code, out, err = cli_in_process(["predict", "--profile", "last", "--env", "native"], tmp_path)
+    _one_line(code, err, "failed")
 
 
 # ---- damaged profiles ----------------------------------------------------------------------------

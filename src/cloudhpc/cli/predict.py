@@ -202,14 +202,14 @@ def _check_args(args: argparse.Namespace) -> None:
         raise CloudhpcError(f"-n must be at least 1, not {args.np}")
 
 
-def check_source(profile: Any, record: dict[str, Any] | None, files: Path) -> None:
+def check_source(profile: Any, record: Record | None, files: Path) -> None:
     """A profile predict can start from: of a run that succeeded, every rank's whole (a failed
     or cut-short run's times are not the program's; NaN or negative ones were refused when it
     was read)."""
     if not profile.ranks:
         raise CloudhpcError(f"{files} holds no rank's profile")
-    code = (record or {}).get("exit_code") or (profile.meta or {}).get("returncode")
-    if (record or {}).get("status") == "failed" or code:
+    code = (record.exit_code if record else None) or (profile.meta or {}).get("returncode")
+    if (record is not None and record.status == "failed") or code:
         raise CloudhpcError(
             f"the profile {files.name} is of a run that failed (exit code {code}): its times are "
             "not the program's; profile a run that succeeds"
