@@ -24,6 +24,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .errors import CloudhpcError
+from .visible import visible
 
 if TYPE_CHECKING:
     from importlib.metadata import EntryPoint
@@ -128,4 +129,4 @@ class Registry(dict):
 
 
 def warn(text: str) -> None:
-    print(f"cloudhpc: warning: {text}", file=sys.stderr)
+    print(f"cloudhpc: warning: {visible(text)}", file=sys.stderr)

@@ -22,6 +22,7 @@ from .. import __version__
 from ..atomic import write_json
 from ..errors import CloudhpcError, EnvironmentFailure, no_room
 from ..job import Job
+from ..visible import visible
 from .provenance import Probe, host_info, software
 from .record import SCHEMA, Record, RecordInvalid, as_record, is_record_id
 
@@ -195,7 +196,7 @@ def read_record(path: Path) -> Record:
 
 
 def _warn(text: str) -> None:
-    print(f"cloudhpc: warning: {text}", file=sys.stderr)
+    print(f"cloudhpc: warning: {visible(text)}", file=sys.stderr)  # a field's value is data
 
 
 def load_records(
