@@ -348,11 +348,21 @@ def test_sigterm_ends_every_ray_process(tmp_path):
     assert not os.path.exists(temp_dir)
 
 
-def test_a_sigkilled_drivers_directory_goes_with_the_next_private_start():
+def test_a_sigkilled_drivers_directory_goes_with_the_next_private_start(tmp_path, monkeypatch):
+    from cloudhpc import owned
+
+    monkeypatch.setenv(owned.STATE_VAR, str(tmp_path / "state"))
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    left = owned.make_dir("ray", parent="/tmp", prefix=f"{ray_cluster.TEMP_PREFIX}{dead.pid}-",
+                          owner=dead.pid).path  # fmt: skip
     dead.wait()
-    left = tempfile.mkdtemp(prefix=f"{ray_cluster.TEMP_PREFIX}{dead.pid}-", dir="/tmp")
-    assert left in ray_cluster.sweep_stale_dirs() and not os.path.exists(left)
+    # named like one, with a dead pid in its name, but not made by cloudhpc: left alone
+    theirs = tempfile.mkdtemp(prefix=f"{ray_cluster.TEMP_PREFIX}{dead.pid}-", dir="/tmp")
+    try:
+        assert ray_cluster.sweep_stale_dirs() == [left] and not os.path.exists(left)
+        assert os.path.isdir(theirs)
+    finally:
+        os.rmdir(theirs)
 
 
 def test_an_address_where_nothing_listens_fails_at_once(tmp_path):

@@ -39,17 +39,15 @@ engine, which says in one line what it did about it.
 
 from __future__ import annotations
 
-import glob
 import logging
 import os
 import re
-import shutil
 import socket
-import tempfile
 from typing import Any
 
 from ..context import note, register_temporary
 from ..errors import CloudhpcError, EnvironmentFailure
+from ..owned import make_dir, orphans, remove_dir
 
 OBJECT_STORE_VAR = "CLOUDHPC_RAY_OBJECT_STORE_MB"
 DEFAULT_OBJECT_STORE_MB = 256
@@ -76,27 +74,13 @@ def _quiet_ray() -> None:
 
 
 def sweep_stale_dirs() -> list[str]:
-    """Remove private-instance directories whose driver is gone; returns what was removed."""
+    """Remove the private-instance directories whose driver is gone (those cloudhpc made and
+    recorded: owned.py, never one merely named like them); returns what was removed."""
     removed = []
-    for path in glob.glob(os.path.join(TEMP_ROOT, TEMP_PREFIX + "*")):
-        try:
-            pid = int(os.path.basename(path)[len(TEMP_PREFIX) :].split("-")[0])
-            if os.stat(path).st_uid != os.getuid():
-                continue
-        except (ValueError, OSError):
-            continue
-        if pid != os.getpid() and not _alive(pid):
-            shutil.rmtree(path, ignore_errors=True)
-            removed.append(path)
+    for made in orphans("ray"):
+        if remove_dir(made):
+            removed.append(made.path)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            return fh.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has finished
-    except (OSError, IndexError):
-        return False
 
 
 def start_private(num_cpus: int, env_vars: dict[str, str]) -> str:
@@ -105,7 +89,7 @@ def start_private(num_cpus: int, env_vars: dict[str, str]) -> str:
 
     _quiet_ray()
     sweep_stale_dirs()
-    temp_dir = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}-", dir=TEMP_ROOT)
+    temp_dir = make_dir("ray", parent=TEMP_ROOT, prefix=f"{TEMP_PREFIX}{os.getpid()}-").path
     # removed by cloudhpc itself when the run ends, however it ends: on Ctrl-C, SIGTERM, SIGHUP
     # and --timeout this driver is killed with its job before it can remove it
     register_temporary(temp_dir)
@@ -353,4 +337,4 @@ def stop(temp_dir: str | None) -> None:
             ray.shutdown()
     finally:
         if temp_dir:
-            shutil.rmtree(temp_dir, ignore_errors=True)
+            remove_dir(temp_dir)
