@@ -87,6 +87,16 @@ def test_a_made_directory_is_proved_by_its_token_and_nothing_else(tmp_path):
     assert owned.find(made.path) == made
 
 
+def test_a_made_directory_is_found_by_any_spelling_of_its_parent(tmp_path, monkeypatch):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "alias").symlink_to(tmp_path / "real")
+    monkeypatch.chdir(tmp_path)
+    made = owned.make_dir("test", path="alias/x")  # relative, through a linked parent
+    for spelling in ("alias/x", "real/x", str(tmp_path / "real" / "." / "x"), "real/../alias/x"):
+        assert owned.find(spelling) == made, spelling
+    assert owned.remove_dir("real/x") and not (tmp_path / "real" / "x").exists()
+
+
 def test_a_directory_replaced_under_the_same_name_is_not_the_one_made(tmp_path):
     made = owned.make_dir("test", parent=tmp_path, prefix="x-")
     aside = tmp_path / "aside"

@@ -128,9 +128,16 @@ def _read_mark(path: str) -> str | None:
     return text if _TOKEN.fullmatch(text) else None
 
 
+def _norm(path: str | os.PathLike) -> str:
+    """`path` absolute, its parent's symbolic links resolved (not its own: a link is not the
+    directory it points to), so that two spellings of one directory name it alike."""
+    path = os.path.abspath(path)
+    return os.path.join(os.path.realpath(os.path.dirname(path)), os.path.basename(path))
+
+
 def find(path: str | os.PathLike, kind: str | None = None) -> Made | None:
     """The record proving that cloudhpc made the directory `path` (of `kind`), else None."""
-    path = os.path.abspath(path)
+    path = _norm(path)
     try:
         st = os.lstat(path)
     except OSError:
@@ -162,9 +169,9 @@ def make_dir(
     is cloudhpc's (only for one it creates); else only the parts recorded with add_part."""
     if path is None:
         made_dir = True
-        where = tempfile.mkdtemp(prefix=prefix, dir=parent)
+        where = _norm(tempfile.mkdtemp(prefix=prefix, dir=parent))
     else:
-        where = os.path.abspath(path)
+        where = _norm(path)
         made_dir = not os.path.lexists(where)
         if made_dir:
             os.makedirs(where)
@@ -213,7 +220,7 @@ def add_part(made: Made, *names: str) -> None:
 def rename(made: Made, new_path: str | os.PathLike, keep: bool = False) -> None:
     """Rename the made directory (a complete copy to its final name) and its record with it;
     `keep`: it belongs to no process any more, kept until removed."""
-    new_path = os.path.abspath(new_path)
+    new_path = _norm(new_path)
     old = made.path
     made.path = new_path
     if keep:
@@ -293,7 +300,7 @@ def remove_dir(target: Made | str | os.PathLike) -> bool:
     """Remove what cloudhpc made of the directory (see the module's docstring) and forget it.
     False, touching nothing, when the directory is not proved cloudhpc's (a record whose
     directory is gone or replaced is forgotten)."""
-    path = target.path if isinstance(target, Made) else os.path.abspath(target)
+    path = target.path if isinstance(target, Made) else _norm(target)
     made = find(path)
     if isinstance(target, Made) and (made is None or made.token != target.token):
         _forget(target)
