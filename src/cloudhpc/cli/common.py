@@ -155,7 +155,7 @@ def launch_options(
     """The launch options of a parsed command line."""
     for option in ("hosts", "placement", "layout", "launcher", "results"):
         if getattr(args, option, None) == "":  # not "the default": an empty word
-            raise CloudhpcError(f"--{option} '': an empty value; leave the option out instead")
+            raise CloudhpcError(f"--{option} is empty ''; leave the option out for its default")
     return LaunchOptions(
         nprocs=args.np,
         hosts=args.hosts,
