@@ -326,3 +326,20 @@ def test_cluster_up_never_takes_a_users_directory(tmp_path):
     r = run_cli("cluster", "down", name, env=env)
     assert r.returncode == 2 and "not made by cloudhpc" in r.stderr, r.stderr
     assert _tree(state / name) == before
+
+
+def test_a_home_where_no_state_can_be_kept_falls_back_to_a_private_directory(tmp_path, monkeypatch):
+    import tempfile
+
+    monkeypatch.delenv(owned.STATE_VAR)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
+    monkeypatch.setenv("HOME", "/proc/no-home-here")  # nothing can be made under it
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    made = owned.make_dir("test", parent=tmp_path, prefix="x-")
+    private = tmp_path / f"cloudhpc-state-{os.getuid()}"
+    assert (private / "made" / f"{made.token}.json").is_file()
+    assert owned.find(made.path) == made and owned.remove_dir(made)
+    # a fallback directory others may write into is never trusted: nothing is recorded there
+    private.chmod(0o777)
+    with pytest.raises(owned.CloudhpcError, match="cannot record"):
+        owned.make_dir("test", parent=tmp_path, prefix="y-")

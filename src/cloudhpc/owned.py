@@ -58,7 +58,25 @@ def state_home() -> Path:
 
 
 def _registry() -> Path:
-    return state_home() / "made"
+    """STATE/made; where STATE cannot be made (a read-only home), a directory of this user's
+    alone in the temporary directory, so that runs still work (what is recorded there is found
+    there only)."""
+    home = state_home() / "made"
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+        return home
+    except OSError:
+        if os.environ.get(STATE_VAR):
+            return home  # asked for: _save names it in its error
+    private = Path(tempfile.gettempdir()) / f"cloudhpc-state-{os.getuid()}"
+    try:
+        private.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(private)
+    except OSError:
+        return home
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return home  # not this user's alone: never trusted
+    return private / "made"
 
 
 @dataclass
