@@ -14,7 +14,8 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # bottom to top; a package may import any package of its own layer or a lower one
 LAYERS: list[set[str]] = [
-    # what everything builds on: the job, errors, files, processes, hosts files
+    # what everything builds on: the job and its declared parameters, errors, files, processes,
+    # hosts files
     {
         "__init__",
         "errors",
@@ -33,6 +34,7 @@ LAYERS: list[set[str]] = [
         "hostfile",
         "text",
         "loadavg",
+        "params",
     },  # fmt: skip
     # where ranks run and how they talk: execution engines, MPI implementations, the emulated
     # cluster's machinery, Slurm (its client commands, a one-node Slurm), the NPB kernels

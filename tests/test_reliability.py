@@ -446,14 +446,14 @@ def test_profile_app_params_use_the_apps_parser(tmp_path, results):
 
 
 def test_key_value_words_become_the_apps_own_argv():
-    from cloudhpc.apps.registry import load_app
+    from cloudhpc.apps.registry import job_spec
     from cloudhpc.cli.app_params import run_app_spec, to_argv
     from cloudhpc.cli.parser import Parser
     from cloudhpc.errors import CloudhpcError
 
     def argv(app: str, *words: str) -> list[str]:
         p = Parser(add_help=False)
-        run_app_spec(load_app(app)).add_arguments(p)
+        run_app_spec(job_spec(app)).add_arguments(p)
         return to_argv(p, list(words), app, frozenset({"--json"}))
 
     assert argv("hep", "a.root", "branch=mass", "branch=pt", "bins=100,50", "range=-5,5",

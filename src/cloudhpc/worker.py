@@ -171,10 +171,11 @@ def run(job: Job, t_import: float | None = None, ready: float | None = None) -> 
         _fail(rank, "usage", world_mismatch(job, comm.Get_size(), MPI.Get_library_version()), 2)
     startup: dict[str, float] = {}
     try:
-        from .apps.registry import resolve
+        from .apps.registry import recheck, resolve
         from .engines.registry import start_engine
 
         app = resolve(job.app)  # the job module and what it imports (numpy, numba, ...)
+        recheck(job.app, job.params)  # each declared value, as the front ends checked it
         watch = _watch_compiles(ctx)
         t_start = MPI.Wtime()
         startup["job_import"] = t_start - t_import

@@ -1,8 +1,10 @@
 """Where a job's app comes from: cloudhpc's own apps, one package each, and plugin packages.
 
-A `cloudhpc run` app is a light module with the CLI hooks (see docs/DEVELOPING.md, "The app
-contract"): HELP, add_arguments(parser), params_from_args(args), validate(params, nprocs) and
-MAIN = "module:function", the job every rank runs. cloudhpc's own are listed in APPS. Any other
+A `cloudhpc run` app is a light module that declares the app (see docs/DEVELOPING.md, "The app
+contract"): HELP, PARAMS (its parameters, params.py), validate(params, nprocs) and MAIN =
+"module:function", the job every rank runs; a plugin written to the older contract, with the
+argparse hooks add_arguments(parser) and params_from_args(args) instead of PARAMS, still runs
+(apps/spec.py reads its hooks). cloudhpc's own are listed in APPS. Any other
 installed package adds one through an entry point in the `cloudhpc.apps` group, the packaging
 convention pytest and others use for plugins::
 
@@ -16,6 +18,7 @@ imported on first use, so starting a worker imports only the app it runs.
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from types import ModuleType
@@ -23,6 +26,7 @@ from typing import Any
 
 from ..errors import CloudhpcError
 from ..registry import Registry
+from .spec import JobSpec, from_module
 
 ENTRY_POINT_GROUP = "cloudhpc.apps"
 
@@ -63,7 +67,7 @@ MAINS = Registry(
     },
 )
 
-REQUIRED_HOOKS = ("add_arguments", "params_from_args")
+LEGACY_HOOKS = ("add_arguments", "params_from_args")  # the older contract, instead of PARAMS
 
 
 def plugins() -> dict:
@@ -81,12 +85,32 @@ def load_app(name: str) -> ModuleType | Any:
     if name not in APPS and name not in plugins():
         raise CloudhpcError(f"unknown app {name!r}; known: {', '.join(run_apps())}")
     app = APPS.lookup(name)
-    missing = [h for h in REQUIRED_HOOKS if not callable(getattr(app, h, None))]
+    missing = []
+    if getattr(app, "PARAMS", None) is None:
+        missing = [h for h in LEGACY_HOOKS if not callable(getattr(app, h, None))]
+        missing = ["PARAMS"] if len(missing) == len(LEGACY_HOOKS) else missing
     if not (isinstance(getattr(app, "MAIN", None), str) or callable(getattr(app, "main", None))):
         missing.append("MAIN")
     if missing:
         raise CloudhpcError(f"app {name!r} lacks {', '.join(missing)} (see docs/DEVELOPING.md)")
     return app
+
+
+@functools.cache
+def job_spec(name: str) -> JobSpec | None:
+    """What job `name` takes and checks (None: a job with no parameters of the user's, such as
+    bench.curves or the selftest hook)."""
+    if name in MAINS:
+        return None
+    return from_module(name, load_app(name))
+
+
+def recheck(name: str, params: dict[str, Any]) -> None:
+    """Each declared value of a Job's params checked again (on the ranks: a Job made another way
+    than through launch.options.make_job gets the same one line)."""
+    spec = job_spec(name) if known(name) else None
+    if spec is not None and not spec.legacy:
+        spec.params.given({k: v for k, v in params.items() if k in spec.params})
 
 
 def resolve(name: str) -> Callable:

@@ -37,26 +37,12 @@ class ParamSpec:
     memory_estimate: Callable[[dict[str, Any], int], int] | None = None  # bytes of the data
 
 
-def run_app_spec(module: Any) -> ParamSpec:
-    """A `run` app's spec: its cli module's hooks, plus `--check` as `cloudhpc run` adds it."""
-
-    def add_arguments(p: argparse.ArgumentParser) -> None:
-        module.add_arguments(p)
-        if "--check" not in p._option_string_actions:
-            p.add_argument("--check", action="store_true")
-
-    def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
-        params = module.params_from_args(args)
-        params["check"] = bool(args.check)
-        return params
-
+def run_app_spec(spec: Any) -> ParamSpec:
+    """A `run` app's spec (apps/spec.py's JobSpec): its declared parameters, `check` included."""
     return ParamSpec(
-        add_arguments,
-        params_from_args,
-        getattr(module, "validate", None),
-        getattr(module, "run_files", None),
-        getattr(module, "memory_estimate", None),
-    )
+        spec.add_arguments, spec.params_from_args, spec.validate, spec.run_files,
+        spec.memory_estimate,
+    )  # fmt: skip
 
 
 def _find(parser: argparse.ArgumentParser, key: str) -> argparse.Action | None:

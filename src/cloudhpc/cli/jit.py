@@ -86,7 +86,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
 
 def warm_ups(tmp: str, only: set[str] | None = None) -> list[WarmUp]:
     """Every app's warm-up runs (writing their small inputs into tmp), then NPB's."""
-    from ..apps.registry import load_app, run_apps
+    from ..apps.registry import job_spec, load_app, run_apps
     from ..npb import KERNELS
     from .app_params import run_app_spec
     from .npb import PARAM_SPEC
@@ -99,7 +99,7 @@ def warm_ups(tmp: str, only: set[str] | None = None) -> list[WarmUp]:
         hook = getattr(module, "warm_up_runs", None)
         if hook is None:  # an app without numba kernels
             continue
-        spec = run_app_spec(module)
+        spec = run_app_spec(job_spec(name))
         for words in hook(tmp):
             items.append(
                 WarmUp(f"run {name} {' '.join(_short(w) for w in words)}", name, spec, tuple(words))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from ..apps.registry import load_app
+from ..apps.registry import job_spec
 from ..errors import CloudhpcError, RunFailed
 from ..jsontext import print_json
 from ..launch.runner import failure_text, raise_for_failure
@@ -116,7 +116,7 @@ def _param_spec(name: str) -> ParamSpec | None:
         return NPB_SPEC
     if name in MAINS:
         return None  # a test hook (selftest): no user parameters
-    return run_app_spec(load_app(name))
+    return run_app_spec(job_spec(name))
 
 
 def _handle_run(args: argparse.Namespace, target: list[str]) -> int:

@@ -1,22 +1,21 @@
 """`cloudhpc run APP`: run an application on the engine of your choice.
 
 The apps are cloudhpc's own (one package each in apps/) and any that other installed packages
-register (apps/registry.py). Each app's `cli` module is its command-line front end: HELP,
-add_arguments, params_from_args, validate(params, nprocs), optional exit_code and ENGINES (the
-contract is in docs/DEVELOPING.md; optional run_files(params) names the files the app reads and
-writes, so that an output never replaces an input). Options every app gets here (unless it
-defines them itself): --engine, --check, and the launch options of cli/common.py;
-`params["check"]` is set from --check. App CLI modules import heavy libraries (numba kernels,
-uproot, pyarrow) only in their job modules, so that building this parser stays fast.
+register (apps/registry.py). Each app declares its parameters once (PARAMS, params.py) and its
+checks (validate, run_files, memory_estimate; docs/DEVELOPING.md): its options here are made
+from that declaration (apps/spec.py). Options every app gets here: --engine, --check (unless it
+declares its own), and the launch options of cli/common.py; `params["check"]` is set from
+--check. App modules import heavy libraries (numba kernels, uproot, pyarrow) only in their job
+modules, so that building this parser stays fast.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from ..apps.registry import BUILTIN, load_app, run_apps
+from ..apps.registry import BUILTIN, job_spec, run_apps
 from ..engines.registry import ENGINES, check_available
 from ..errors import CloudhpcError
 from ..launch import RAY
@@ -43,14 +42,14 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     sub = p.add_subparsers(dest="app", metavar="APP", required=True)
     for name in apps:
         try:
-            module = load_app(name)
+            spec = job_spec(name)
         except CloudhpcError as e:  # a broken plugin: say so, keep the other apps
             err.print(f"cloudhpc: warning: {e}", highlight=False, markup=False)
             continue
-        summary = getattr(module, "HELP", None) or (module.__doc__ or name).strip().splitlines()[0]
-        a = add_subparser(sub, name, summary, getattr(module, "DESCRIPTION", None))
-        module.add_arguments(a)
-        r = a.add_argument_group("runtime")
+        assert spec is not None
+        a = add_subparser(sub, name, spec.help, spec.description)
+        groups = spec.add_arguments(a)
+        r = groups.get("runtime") or a.add_argument_group("runtime")
         if "--engine" not in a._option_string_actions:
             r.add_argument(
                 "--engine",
@@ -80,38 +79,30 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
             "first task of iteration ITER (1-based; a map-only or map-reduce pass is one "
             "iteration); the worker is replaced and its lost tasks re-run",
         )
-        if "--check" not in a._option_string_actions:
-            r.add_argument(
-                "--check",
-                action="store_true",
-                help="verify the answer against an independent reference (recorded as `verified`)",
-            )
         add_launch_options(a)
-        a.set_defaults(handler=handle, _app_module=module)
+        a.set_defaults(handler=handle, _spec=spec)
 
 
 def handle(args: argparse.Namespace) -> int:
-    module = args._app_module
+    spec = args._spec
     if not ENGINES.known(args.engine):
         raise CloudhpcError(f"unknown engine {args.engine!r}; known: {', '.join(ENGINES.names())}")
     if args.engine == "serial" and args.np not in (None, 1):
         raise CloudhpcError(f"--engine serial runs one process; got -n {args.np}")
-    engines = getattr(module, "ENGINES", None)
+    engines = spec.engines
     if engines is not None and args.engine not in engines:
         raise CloudhpcError(
             f"{args.app} runs on --engine {' or '.join(engines)}, not {args.engine}"
         )
     options = engine_options(args)
-    params = module.params_from_args(args)
-    params["check"] = bool(args.check)
+    params = spec.params_from_args(args)
     params["engine"] = args.engine  # so that the app's validate can refuse a model an engine lacks
     job = job_from_args(args, args.app, params, engine=args.engine, engine_options=options)
-    check_app_files(module, params, job.results_dir)
-    check_app_memory(module, params, job)  # before validate: it may generate the data
-    validate = getattr(module, "validate", None)
-    if validate is not None:
-        validate(params, job.nprocs)  # before any rank starts (the job checks again on its ranks)
-    record = execute(job, args, title=f"run {args.app}", exit_code=_exit_code_hook(module))
+    check_app_files(spec, params, job.results_dir)
+    check_app_memory(spec, params, job)  # before validate: it may generate the data
+    if spec.validate is not None:
+        spec.validate(params, job.nprocs)  # before any rank starts (the ranks check again)
+    record = execute(job, args, title=f"run {args.app}", exit_code=spec.exit_code)
     if record is None:
         return 0
     if not args.json:
@@ -142,14 +133,6 @@ def check_app_memory(module, params: dict, job) -> None:
     except (OSError, ValueError, KeyError, TypeError, IndexError):
         return  # parameters validate() refuses with its own line
     check_fits(need, f"run {job.app}", hosts)
-
-
-def _exit_code_hook(module) -> Callable[[dict], int]:
-    """The app's exit_code(record), or the default: 1 when --check found a wrong answer."""
-    hook = getattr(module, "exit_code", None)
-    if hook is not None:
-        return hook
-    return lambda record: 1 if record.get("verified") is False else 0
 
 
 def engine_options(args: argparse.Namespace) -> dict:

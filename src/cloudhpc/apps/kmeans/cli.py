@@ -14,12 +14,12 @@ job.py (numba imported there), so building the CLI stays fast.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from ...errors import CloudhpcError
+from ...params import PATH, Param, Params
 from ...paths import RunFiles
-from ..checks import check_output_path, check_seed
+from ..checks import check_output_path
 from .inputs import check_inputs
 
 HELP = "k-means clustering (Lloyd): iterative map-reduce or hand-written MPI"
@@ -32,48 +32,35 @@ MODELS = ("mapreduce", "spmd")
 RTOL = 1e-9  # --check: max |c - c_ref| / max |c_ref|
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("kmeans")
-    g.add_argument("--model", choices=MODELS, default="mapreduce")
-    g.add_argument("--points", metavar="FILE.npy", help="N x D float array")
-    g.add_argument("--generate", action="store_true", help="generate Gaussian blobs instead")
-    g.add_argument("--n", type=int, default=100_000, metavar="N", help="points to generate")
-    g.add_argument("--d", type=int, default=2, metavar="D", help="dimensions to generate")
-    g.add_argument("--seed", type=int, default=0, help="seed of --generate and of k-means++")
-    g.add_argument("--centers-in", metavar="FILE.npy", help="K x D initial centers")
-    g.add_argument("--k", type=int, default=None, metavar="K", help="centers, k-means++ init")
-    g.add_argument("--iterations", type=int, default=20, metavar="N", help="at most N iterations")
-    g.add_argument(
-        "--tol",
-        type=float,
-        default=0.0,
+PARAMS = Params(
+    Param("model", str, "mapreduce", "the programming model", choices=MODELS, group="kmeans"),
+    Param("points", PATH, None, "N x D float array", metavar="FILE.npy", group="kmeans"),
+    Param("generate", bool, False, "generate Gaussian blobs instead", group="kmeans"),
+    Param("n", int, 100_000, "points to generate", min=1, metavar="N", group="kmeans"),
+    Param("d", int, 2, "dimensions to generate", min=1, metavar="D", group="kmeans"),
+    Param("seed", int, 0, "seed of --generate and of k-means++", min=0, group="kmeans"),
+    Param("centers_in", PATH, None, "K x D initial centers", metavar="FILE.npy", group="kmeans"),
+    Param("k", int, None, "centers, k-means++ init", min=1, metavar="K", group="kmeans"),
+    Param("iterations", int, 20, "at most N iterations", min=1, metavar="N", group="kmeans"),
+    Param(
+        "tol",
+        float,
+        0.0,
+        "stop when no center moves more than T (0: run exactly --iterations)",
+        min=0.0,
         metavar="T",
-        help="stop when no center moves more than T (0: run exactly --iterations)",
-    )
-    g.add_argument("--centers-out", metavar="FILE.npy", help="write the final centers")
-    g.add_argument(
-        "--reread-static",
-        action="store_true",
-        help="mapreduce: re-read the points every iteration (the Hadoop way), for comparison",
-    )
-
-
-def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    params = {
-        "model": args.model,
-        "points": args.points,
-        "generate": bool(args.generate),
-        "n": args.n,
-        "d": args.d,
-        "seed": args.seed,
-        "centers_in": args.centers_in,
-        "k": args.k,
-        "iterations": args.iterations,
-        "tol": args.tol,
-        "centers_out": args.centers_out,
-        "reread_static": bool(args.reread_static),
-    }
-    return params
+        group="kmeans",
+    ),  # fmt: skip
+    Param("centers_out", PATH, None, "write the final centers", metavar="FILE.npy", group="kmeans"),
+    Param(
+        "reread_static",
+        bool,
+        False,
+        "mapreduce: re-read the points every iteration (the Hadoop way), for comparison",
+        group="kmeans",
+    ),  # fmt: skip
+    what="kmeans",
+)
 
 
 def run_files(params: dict[str, Any]) -> RunFiles:
@@ -95,25 +82,14 @@ def memory_estimate(params: dict[str, Any], nprocs: int = 1) -> int:
 
 
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:
-    """What can be checked without reading data (again on every rank, for direct workers)."""
-    if params.get("model", "mapreduce") not in MODELS:
-        raise CloudhpcError(f"unknown kmeans model {params.get('model')!r}; known: spmd, mapreduce")
+    """What can be checked without reading data (again on every rank, for direct workers), after
+    PARAMS' checks of each value."""
     if params.get("points") and params.get("generate"):
         raise CloudhpcError("give either --points or --generate, not both")
     if not params.get("points") and not params.get("generate"):
         raise CloudhpcError("kmeans needs --points FILE.npy or --generate --n N --d D")
-    if params.get("generate") and (int(params.get("n", 0)) < 1 or int(params.get("d", 0)) < 1):
-        raise CloudhpcError(
-            f"--generate needs --n >= 1 and --d >= 1 (got n={params.get('n')}, d={params.get('d')})"
-        )
-    if int(params.get("iterations", 20)) < 1:
-        raise CloudhpcError("--iterations must be at least 1")
-    if not float(params.get("tol", 0.0)) >= 0:
-        raise CloudhpcError("--tol must be >= 0")
     if not params.get("centers_in") and not params.get("k"):
         raise CloudhpcError("kmeans needs --k K (k-means++ init) or --centers-in FILE.npy")
-    if params.get("k") is not None and int(params["k"]) < 1:
-        raise CloudhpcError("--k must be at least 1")
     if params.get("reread_static") and params.get("model", "mapreduce") != "mapreduce":
         raise CloudhpcError("--reread-static applies to --model mapreduce only")
     if params.get("model") == "spmd" and params.get("engine", "mpi") not in ("mpi", "serial"):
@@ -121,7 +97,6 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
             f"kmeans --model spmd is hand-written MPI: it runs on --engine mpi (or serial), "
             f"not {params['engine']}; use --model mapreduce on --engine {params['engine']}"
         )
-    check_seed(params.get("seed", 0))
     check_output_path(params.get("centers_out"), "--centers-out")
     check_inputs(params)
 
