@@ -140,24 +140,19 @@ def run_record(app: str, *args: str, nprocs: int = 1, env: str = "native", engin
 def run_job(app: str, params: dict, *, nprocs: int = 1, engine: str = "mpi") -> dict:
     """A job that is not a `cloudhpc run` app (apps.registry.MAINS, e.g. "bench.tasks"), through
     the same launch path (launcher, worker, record); its record."""
-    import argparse
+    from cloudhpc.launch.execute import run_job as run
+    from cloudhpc.launch.options import LaunchOptions, make_job
+    from cloudhpc.launch.runner import Monitor
 
-    from cloudhpc.cli.common import execute
-    from cloudhpc.job import Job, Layout
-    from cloudhpc.launch import choose_launcher
-
-    job = Job(
-        app=app,
-        params=params,
+    opts = LaunchOptions(
         nprocs=nprocs,
-        layout=Layout(1, nprocs, 1),
         engine=engine,
-        launcher=choose_launcher(False, engine),
         oversubscribe=True,
-        results_dir=_RECORDS,
+        results=_RECORDS,
         command_line=f"{app} {json.dumps(params)} engine={engine} n={nprocs}",
     )
-    record = execute(job, argparse.Namespace(dry_run=False, json=False))
+    job = make_job(app, params, opts)
+    record = run(job, Monitor())
     record["_cmd"] = job.command_line
     return record
 

@@ -230,14 +230,16 @@ def test_bad_input_is_one_line_and_writes_nothing(tmp_path):
     _, ref, fq = _simulate(tmp_path, 2_000, 5, 0.0)
     out = tmp_path / "out"
     base = ("run", "assemble", "--out", str(out))
-    assert_one_line_error(run_cli(*base, fq, "--k", "30"), "--k must be an odd number")
-    assert_one_line_error(run_cli(*base, fq, "--k", "33"), "--k must be an odd number")
+    odd = "assemble: k must be an integer from 3 to 31 and odd"
+    assert_one_line_error(run_cli(*base, fq, "--k", "30"), odd)
+    assert_one_line_error(run_cli(*base, fq, "--k", "33"), odd)
     empty = tmp_path / "empty.fq"
     empty.write_text("")
     assert_one_line_error(run_cli(*base, str(empty)), "empty")
     assert_one_line_error(run_cli(*base), "assemble needs reads")
     assert_one_line_error(run_cli(*base, fq, "--check"), "--check needs --reference")
-    assert_one_line_error(run_cli(*base, fq, "--min-cov", "-1"), "--min-cov must be")
+    needle = "assemble: min_cov must be a number >= 0, not -1.0"
+    assert_one_line_error(run_cli(*base, fq, "--min-cov", "-1"), needle)
     lines = Path(fq).read_text().splitlines()
     lines[4 * 7 + 2] = "x"
     bad = tmp_path / "bad.fq"

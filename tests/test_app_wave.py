@@ -45,8 +45,8 @@ def test_wave_matches_serial_solver(tmp_path, results, ranks, engine):
 @pytest.mark.parametrize(
     "extra,needle",
     [
-        (["--points", "2"], "at least 3"),
-        (["--steps", "-1"], "--steps must be >= 0"),
+        (["--points", "2"], "wave: points must be an integer >= 3, not 2"),
+        (["--steps", "-1"], "wave: steps must be an integer >= 0, not -1"),
         (["--points", "4", "-n", "5", "--oversubscribe"], "fewer than the 5 ranks"),
         (["--out", "/nonexistent-dir/u.npy"], "does not exist"),
     ],

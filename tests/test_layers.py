@@ -35,6 +35,7 @@ LAYERS: list[set[str]] = [
         "text",
         "loadavg",
         "params",
+        "version",
     },  # fmt: skip
     # where ranks run and how they talk: execution engines, MPI implementations, the emulated
     # cluster's machinery, Slurm (its client commands, a one-node Slurm), the NPB kernels
@@ -49,6 +50,8 @@ LAYERS: list[set[str]] = [
     {"launch"},
     # what runs jobs or reads their records: the profiler, campaigns, analysis, reports
     {"profile", "campaign", "analysis", "report", "curves"},
+    # the Python API
+    {"api"},
     # the command line
     {"cli", "__main__"},
 ]
@@ -113,3 +116,31 @@ def test_the_checker_sees_function_level_and_relative_imports(tmp_path):
     assert "cloudhpc.job" in found
     mpi = [m for m, _ in _imports(SRC / "cloudhpc" / "mpi" / "__init__.py")]
     assert "cloudhpc.mpi.base" in mpi
+
+
+def test_only_the_command_line_imports_the_command_line():
+    """cli/ parses words and prints: campaigns, Slurm submission, predict, the Python API and the
+    benchmarks build their jobs with the library, never through cloudhpc.cli."""
+    bench = SRC.parent / "benchmarks"
+    found = []
+    for path in [*_modules(), *sorted(bench.glob("*.py"))]:
+        if path.is_relative_to(SRC / "cloudhpc" / "cli") or path.name == "__main__.py":
+            continue
+        # a benchmark script imports cloudhpc by absolute names only
+        imports = _imports(path) if path.is_relative_to(SRC) else _imports_of(path)
+        for module, line in imports:
+            if module == "cloudhpc.cli" or module.startswith("cloudhpc.cli."):
+                found.append(f"{path.name}:{line} imports {module}")
+    assert found == []
+    # the check sees such an import where there is one
+    assert any(m.startswith("cloudhpc.cli.") for m, _ in _imports(SRC / "cloudhpc" / "__main__.py"))
+
+
+def _imports_of(path: Path) -> list[tuple[str, int]]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.append((node.module, node.lineno))
+        elif isinstance(node, ast.Import):
+            found += [(a.name, node.lineno) for a in node.names]
+    return found

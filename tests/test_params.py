@@ -50,7 +50,7 @@ def test_check_fills_defaults_and_converts(tmp_path, monkeypatch):
         ({"generate": "maybe"}, "demo: generate must be true or false, not 'maybe'"),
         ({"bins": [1, 0]}, "demo: bins must be an integer >= 1, not 0"),
         ({"bins": []}, "demo: bins takes at least one value"),
-        ({"ranges": [[0, 1, 2]]}, "demo: ranges takes 2 values, not 3"),
+        ({"ranges": [[0, 1, 2]]}, "demo: ranges (--range) takes 2 values, not 3"),
         ({"nn": 1}, "demo has no parameter 'nn'; known: n, tol, model, generate"),
     ],
 )

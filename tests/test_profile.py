@@ -401,7 +401,7 @@ def test_profile_own_app(tmp_path):
     r = run_cli(
         "profile", "-n", "2", "--results", str(tmp_path / "bad"), "--app", "wave", "points=2"
     )
-    assert_one_line_error(r, "--points must be at least 3")
+    assert_one_line_error(r, "wave: points must be an integer >= 3, not 2")
     assert not list((tmp_path / "bad").glob("*"))
 
 

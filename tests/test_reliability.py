@@ -392,9 +392,9 @@ def test_nan_in_kmeans_points_is_refused_before_launch(tmp_path, results):
                 "--item-timeout",
                 "nan",
             ],
-            "--item-timeout must be a positive number",
+            "files: item_timeout must be a number > 0, not 'nan'",
         ),  # fmt: skip
-        (["run", "matmul", "--generate", "--size", "4", "--seed", "-1"], "--seed must be a non"),
+        (["run", "matmul", "--generate", "--size", "4", "--seed", "-1"], "seed must be an integer"),
     ],
 )
 def test_bad_values_get_one_line_before_launch(tmp_path, results, argv, needle):
@@ -435,9 +435,9 @@ def test_profile_app_params_use_the_apps_parser(tmp_path, results):
     assert rec["params"]["params"]["steps"] == 2 and rec["params"]["params"]["check"] is True
     assert rec["extra"]["app_result"]["max_abs_err"] == 0.0
     for words, needle in (
-        (["stepz=2"], "--app wave has no parameter 'stepz'; known: points, steps, out, check"),
-        (["points=many"], "argument --points: invalid int value: 'many'"),
-        (["points=2"], "--points must be at least 3"),
+        (["stepz=2"], "wave has no parameter 'stepz'; known: points, steps, out, check"),
+        (["points=many"], "wave: points must be an integer >= 3, not 'many'"),
+        (["points=2"], "wave: points must be an integer >= 3, not 2"),
     ):
         bad = tmp_path / "bad"
         r = run_cli("profile", "-n", "2", "--results", str(bad), "--app", "wave", *words)
@@ -445,32 +445,29 @@ def test_profile_app_params_use_the_apps_parser(tmp_path, results):
         assert not bad.exists()  # refused before anything started
 
 
-def test_key_value_words_become_the_apps_own_argv():
+def test_key_value_words_and_the_apps_own_words():
+    """KEY=VALUE words and the app's own words give the values its declaration reads."""
     from cloudhpc.apps.registry import job_spec
-    from cloudhpc.cli.app_params import run_app_spec, to_argv
-    from cloudhpc.cli.parser import Parser
+    from cloudhpc.cli.app_params import values_from_words
     from cloudhpc.errors import CloudhpcError
 
-    def argv(app: str, *words: str) -> list[str]:
-        p = Parser(add_help=False)
-        run_app_spec(job_spec(app)).add_arguments(p)
-        return to_argv(p, list(words), app, frozenset({"--json"}))
+    def values(app: str, *words: str) -> dict:
+        return values_from_words(job_spec(app), list(words), app, frozenset({"--json"}))
 
-    assert argv("hep", "a.root", "branch=mass", "branch=pt", "bins=100,50", "range=-5,5",
-                "range=0,1e3", "check=yes") == [
-        "a.root", "--branch=mass", "--branch=pt", "--bins", "100", "50",
-        "--range", "-5", "5", "--range", "0", "1e3", "--check",
-    ]  # fmt: skip
-    assert argv("files", "cmd=cat {input}", "x.txt", "--out", "o", "retries=2") == [
-        "x.txt",
-        "--cmd=cat {input}",
-        "--out",
-        "o",
-        "--retries=2",
-    ]
-    assert argv("kmeans", "generate=false", "reread_static=on") == ["--reread-static"]
+    got = job_spec("hep").job_params(
+        values("hep", "a.root", "branch=mass", "branch=pt", "bins=100,50", "range=-5,5",
+               "range=0,1e3", "check=yes", "--out", "h.npz")
+    )  # fmt: skip
+    assert got["inputs"][0].endswith("/a.root") and got["branches"] == ["mass", "pt"]
+    assert got["bins"] == [100, 50] and got["ranges"] == [[-5.0, 5.0], [0.0, 1000.0]]
+    assert got["check"] is True and got["out"].endswith("/h.npz")
+    got = values("files", "cmd=cat {input}", "x.txt", "--out", "o", "retries=2")
+    assert got["cmd"] == "cat {input}" and got["retries"] == "2" and got["out"] == "o"
+    assert got["inputs"] == ["x.txt"]
+    got = job_spec("kmeans").job_params(values("kmeans", "generate=false", "reread_static=on"))
+    assert got["generate"] is False and got["reread_static"] is True
     with pytest.raises(CloudhpcError, match="--json is an option of the command"):
-        argv("wave", "points=10", "--json")
+        values("wave", "points=10", "--json")
 
 
 # ---- 7. files for the user follow the umask; a failed item is a failed record ----------------

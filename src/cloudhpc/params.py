@@ -157,6 +157,15 @@ class Param:
         return self.name if ok else self.name.replace("-", "_") + "_"
 
     @property
+    def label(self) -> str:
+        """Its name in messages, with its command-line spelling when that is not --NAME:
+        `nprocs (-n)`, `branches (--branch)`."""
+        flag = self.option_strings[0] if self.option_strings else None
+        if flag is None or flag == "--" + self.name.replace("_", "-"):
+            return self.name
+        return f"{self.name} ({flag})"
+
+    @property
     def is_list(self) -> bool:
         return self.nargs is not None or self.repeat
 
@@ -198,7 +207,7 @@ class Param:
     def _one(self, value: Any, what: str) -> Any:
         def bad(shown: Any) -> ParamError:  # the value as read: "not 0" for 0 and for "0"
             return ParamError(
-                f"{what}: {self.name} must be {self.requirement()}, not {shown!r}", self.name
+                f"{_at(what)}{self.label} must be {self.requirement()}, not {shown!r}", self.name
             )
 
         try:
@@ -216,10 +225,16 @@ class Param:
     def _count(self, values: list[Any], what: str) -> list[Any]:
         n = self.nargs
         if isinstance(n, int) and len(values) != n:
-            raise ParamError(f"{what}: {self.name} takes {n} values, not {len(values)}", self.name)
+            raise ParamError(
+                f"{_at(what)}{self.label} takes {n} values, not {len(values)}", self.name
+            )
         if n == "+" and not values:
-            raise ParamError(f"{what}: {self.name} takes at least one value", self.name)
+            raise ParamError(f"{_at(what)}{self.label} takes at least one value", self.name)
         return values
+
+
+def _at(what: str) -> str:
+    return f"{what}: " if what else ""
 
 
 def _num(x: float) -> str:
@@ -235,13 +250,16 @@ def _listed(value: Any) -> list[Any]:
 
 @dataclass(frozen=True)
 class Params:
-    """The declared parameters of one job, in order; `what` names the job in messages."""
+    """The declared parameters of one job, in order; `what` names the job in messages, `group`
+    the --help section of the parameters that do not name their own."""
 
     params: tuple[Param, ...]
     what: str = "the job"
     _by_name: dict[str, Param] = field(default_factory=dict, repr=False, compare=False)
 
-    def __init__(self, *params: Param, what: str = "the job") -> None:
+    def __init__(self, *params: Param, what: str = "the job", group: str | None = None) -> None:
+        if group is not None:  # the --help section of those that name none
+            params = tuple(p if p.group else replace(p, group=group) for p in params)
         object.__setattr__(self, "params", tuple(params))
         object.__setattr__(self, "what", what)
         by_name: dict[str, Param] = {}
@@ -298,7 +316,8 @@ class Params:
     # ---- the one check ------------------------------------------------------------------
     def unknown(self, key: str) -> ParamError:
         known = ", ".join(self.names) or "none"
-        return ParamError(f"{self.what} has no parameter {key!r}; known: {known}", key)
+        what = f"{self.what} has no parameter" if self.what else "no parameter"
+        return ParamError(f"{what} {key!r}; known: {known}", key)
 
     def given(self, values: Mapping[str, Any] | None) -> dict[str, Any]:
         """The values given (None: not given), converted and checked, by their names; unknown
@@ -309,7 +328,7 @@ class Params:
             if p is None:
                 raise self.unknown(str(key))
             if p.name in found:
-                raise ParamError(f"{self.what}: {p.name} is given twice", p.name)
+                raise ParamError(f"{_at(self.what)}{p.label} is given twice", p.name)
             if value is None:
                 continue
             found[p.name] = p.convert(value, self.what)
@@ -325,9 +344,10 @@ class Params:
             if p.name in given and not (p.is_list and given[p.name] == [] and p.required):
                 full[p.name] = given[p.name]
             elif p.required:
-                raise ParamError(f"{self.what}: {p.name} is required ({_spelling(p)})", p.name)
+                raise ParamError(f"{_at(self.what)}{p.name} is required ({_spelling(p)})", p.name)
             else:
-                full[p.name] = list(p.default) if isinstance(p.default, list) else p.default
+                default = p.default  # a list parameter's default (a tuple) as a fresh list
+                full[p.name] = list(default) if p.is_list and default is not None else default
         return full
 
     # ---- Python ----------------------------------------------------------------------------
@@ -336,15 +356,17 @@ class Params:
         default and type, then `after` (inspect.Parameter objects)."""
         import inspect
 
-        ps = [
-            inspect.Parameter(
-                p.pyname,
-                inspect.Parameter.KEYWORD_ONLY,
-                default=inspect.Parameter.empty if p.required else p.default,
-                annotation=list[p.kind.annotation] if p.is_list else p.kind.annotation,
+        ps = []
+        for p in self.params:
+            kind = list[p.kind.annotation] if p.is_list else p.kind.annotation
+            ps.append(
+                inspect.Parameter(
+                    p.pyname,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=inspect.Parameter.empty if p.required else p.default,
+                    annotation=kind | None if p.default is None and not p.required else kind,
+                )
             )
-            for p in self.params
-        ]
         return inspect.Signature([*before, *ps, *after])
 
     def describe(self) -> str:
@@ -416,7 +438,7 @@ class Params:
             key, sep, value = word.partition("=")
             p = self.find(key)
             if not sep or not key:
-                raise ParamError(f"{self.what} parameters are KEY=VALUE, got {word!r}")
+                raise ParamError(f"{self.what or 'the'} parameters are KEY=VALUE, got {word!r}")
             if p is None:
                 raise self.unknown(key)
             if p.repeat:
@@ -425,7 +447,7 @@ class Params:
             elif p.is_list:
                 found[p.name] = value.split(",") if value else []
             elif p.name in found:
-                raise ParamError(f"{self.what}: {p.name} is given twice", p.name)
+                raise ParamError(f"{_at(self.what)}{p.label} is given twice", p.name)
             else:
                 found[p.name] = value
         return found
@@ -439,7 +461,7 @@ class Params:
             if p.name not in values:
                 continue
             v = values[p.name]
-            if v is None or (not all_values and v == p.default):
+            if v is None or (not all_values and v == p.default) or (p.is_list and not v):
                 continue
             flag = p.option_strings[-1] if p.option_strings else None
             if p.kind is BOOL and not p.is_list:
@@ -476,7 +498,7 @@ def _help(p: Param) -> str:
     notes = []
     if p.required:
         notes.append("required")
-    shown = p.default is not None and not isinstance(p.default, bool) and p.default != []
+    shown = p.default not in (None, (), []) and not isinstance(p.default, bool)
     if shown and "default" not in text.lower():
         notes.append(f"default: {p.default}")
     if notes:

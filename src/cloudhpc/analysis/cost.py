@@ -143,6 +143,19 @@ def load_prices(path: str | Path | None = None) -> PriceTable:
     return PriceTable(parse_prices(text, origin), origin)
 
 
+def instance_type(name: str | None, prices: str | None = None) -> str | None:
+    """--instance TYPE checked against the price table (--prices FILE, else the shipped one)
+    and spelled as the table spells it; None without --instance. What a run stands for is
+    named here once for the command line, campaigns and the Python API."""
+    if name is None:
+        if prices is not None:
+            raise CloudhpcError("--prices is the table --instance TYPE is checked against")
+        return None
+    if not name.strip():
+        return name  # make_job's one line for an empty type
+    return load_prices(prices).lookup(name.strip()).type
+
+
 def parse_prices(text: str, origin: str) -> dict[str, Price]:
     lines = [
         (n, line)

@@ -98,11 +98,35 @@ def load_app(name: str) -> ModuleType | Any:
 
 @functools.cache
 def job_spec(name: str) -> JobSpec | None:
-    """What job `name` takes and checks (None: a job with no parameters of the user's, such as
-    bench.curves or the selftest hook)."""
+    """What job `name` takes and checks: a `run` app, `bench.NAME` or `npb` (None: a job with no
+    parameters of the user's, such as bench.curves or the selftest hook)."""
+    if name.startswith("bench."):
+        return _bench_spec(name.split(".", 1)[1])
+    if name == "npb":
+        from ..npb import params as npb
+
+        return JobSpec("npb", "npb", npb.HELP, npb.PARAMS, validate=npb.validate,
+                       exit_code=npb.exit_code, engines=("mpi",))  # fmt: skip
     if name in MAINS:
         return None
     return from_module(name, load_app(name))
+
+
+def _bench_spec(kind: str) -> JobSpec | None:
+    from ..bench import params as bench
+
+    if kind == "ior":
+        from ..bench import ior_params as ior
+
+        return JobSpec("bench.ior", "bench ior", ior.HELP, ior.PARAMS, prepare=ior.prepare,
+                       preflight=ior.preflight, engines=("mpi",), default_np=2)  # fmt: skip
+    if kind not in bench.KINDS:
+        return None
+    return JobSpec(
+        f"bench.{kind}", f"bench {kind}", bench.HELP[kind], bench.params_of(kind),
+        validate=lambda params, nprocs: bench.validate(kind, params, nprocs), engines=("mpi",),
+        default_np=2,
+    )  # fmt: skip
 
 
 def recheck(name: str, params: dict[str, Any]) -> None:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..params import BOOL, FLOAT, INT, STR, Kind, Param, Params
+from ..params import BOOL, FLOAT, INT, STR, Kind, Param, ParamError, Params
 
 CHECK = Param(
     "check",
@@ -45,6 +45,11 @@ class JobSpec:
     memory_estimate: Callable[[dict[str, Any], int], int] | None = None  # bytes of the data
     exit_code: Callable[[dict], int] = verified_exit_code
     engines: tuple[str, ...] | None = None  # the engines it runs on (None: any)
+    default_np: int = 1  # ranks when nothing says how many (micro-benchmarks: 2)
+    # the params the ranks read, from those given (bench ior: the manifest of --volume)
+    prepare: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+    # checks with the Job made (params, job, launch options, dry_run): bench ior's test files
+    preflight: Callable[[dict[str, Any], Any, Any, bool], None] | None = None
     module: Any = None  # the module that declares it (MAIN, warm_up_runs)
     legacy: bool = False  # a plugin on the argparse hooks (its module's add_arguments)
     adds_check: bool = False  # `check` is cloudhpc's, not the module's own
@@ -68,12 +73,22 @@ class JobSpec:
             Params(CHECK).add_arguments(parser, groups) if self.adds_check else dict(groups or {})
         )
 
-    def params_from_args(self, args: argparse.Namespace) -> dict[str, Any]:
-        """The Job's params from a parsed command line, checked, defaults in."""
-        if not self.legacy:
-            return self.params.check(self.params.from_namespace(args))
-        params = self.module.params_from_args(args)
-        return {**params, "check": bool(getattr(args, "check", False))}
+    def values_from_words(self, words: list[str], prog: str | None = None) -> dict[str, Any]:
+        """The values the job's own command-line words give (`--points 5000 seqs.fa`), read by
+        the arguments `add_arguments` makes; ParamError (one line) for words it does not take."""
+        parser = WordsParser(prog=prog or self.command, add_help=False)
+        self.add_arguments(parser)
+        return self.params.from_namespace(parser.parse_args(words))
+
+
+class WordsParser(argparse.ArgumentParser):
+    """A parser of words that raises ParamError instead of printing and exiting."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, exit_on_error=False, **kwargs)
+
+    def error(self, message: str):  # type: ignore[override]
+        raise ParamError(f"{self.prog}: {message}")
 
 
 def from_module(name: str, module: Any) -> JobSpec:

@@ -24,7 +24,6 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..errors import CloudhpcError
 from ..jsontext import print_json
@@ -38,7 +37,6 @@ class WarmUp:
 
     title: str
     app: str
-    spec: Any  # app_params.ParamSpec
     words: tuple[str, ...]
 
 
@@ -86,10 +84,8 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
 
 def warm_ups(tmp: str, only: set[str] | None = None) -> list[WarmUp]:
     """Every app's warm-up runs (writing their small inputs into tmp), then NPB's."""
-    from ..apps.registry import job_spec, load_app, run_apps
+    from ..apps.registry import load_app, run_apps
     from ..npb import KERNELS
-    from .app_params import run_app_spec
-    from .npb import PARAM_SPEC
 
     items = []
     for name in run_apps():
@@ -99,16 +95,12 @@ def warm_ups(tmp: str, only: set[str] | None = None) -> list[WarmUp]:
         hook = getattr(module, "warm_up_runs", None)
         if hook is None:  # an app without numba kernels
             continue
-        spec = run_app_spec(job_spec(name))
         for words in hook(tmp):
-            items.append(
-                WarmUp(f"run {name} {' '.join(_short(w) for w in words)}", name, spec, tuple(words))
-            )
+            title = f"run {name} {' '.join(_short(w) for w in words)}"
+            items.append(WarmUp(title, name, tuple(words)))
     if only is None or "npb" in only:
         for kernel in KERNELS:
-            items.append(
-                WarmUp(f"npb {kernel} --class S", "npb", PARAM_SPEC, (kernel, "--class", "S"))
-            )
+            items.append(WarmUp(f"npb {kernel} --class S", "npb", (kernel, "--class", "S")))
     return items
 
 
@@ -117,11 +109,14 @@ def _short(word: str) -> str:
 
 
 def _job(item: WarmUp, nprocs: int, threads: int, results: str):
+    from ..apps.registry import job_spec
     from ..job import Job, Layout
     from ..launch import LOCAL
-    from .app_params import parse_params
 
-    params = parse_params(item.app, item.spec, list(item.words), nprocs)
+    spec = job_spec(item.app)
+    params = spec.job_params(spec.values_from_words(list(item.words)))
+    if spec.validate is not None:
+        spec.validate(params, nprocs)
     if item.app != "npb":
         params["engine"] = "mpi"
     return Job(

@@ -6,103 +6,49 @@ import argparse
 import copy
 from collections.abc import Sequence
 
-from ..errors import CloudhpcError
 from ..jsontext import print_json
-from ..npb import KERNELS, load
-from ..npb.common import CLASS_NAMES
+from ..launch.jobs import job_for, request_for
+from ..npb import KERNELS
+from ..npb.params import HELP, PARAMS
 from ..results.record import Record
-from .app_params import ParamSpec
-from .common import add_launch_options, execute, job_from_args, record_footer, submitting
+from .common import add_launch_options, execute, launch_options, record_footer, submitting
 from .parser import add_subparser
 from .ui import err, out, print_table
 
 CHOICES = (*KERNELS, "all")
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The npb job's own arguments (what `profile --app npb KEY=VALUE` parses too)."""
-    p.add_argument("kernel", metavar="KERNEL", help=f"one of: {', '.join(CHOICES)}")
-    p.add_argument(
-        "--class",
-        dest="cls",
-        default="S",
-        metavar="C",
-        help=f"problem class: {', '.join(CLASS_NAMES)}, every kernel (default S)",
-    )
-    p.add_argument(
-        "--corrupt",
-        action="store_true",
-        help="test hook: perturb one computed value, so verification must report UNSUCCESSFUL",
-    )
+# `all` is the command line's: one job per kernel
+ARGUMENTS = PARAMS.replaced("kernel", help=f"one of: {', '.join(CHOICES)}")
 
 
 def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p = add_subparser(
         subparsers,
         "npb",
-        "NAS Parallel Benchmark kernels cg, mg, ft, is, ep (NPB 3.x, verified, Mop/s)",
+        HELP,
         "Run one NAS Parallel Benchmark kernel (or all five in turn) over MPI with the NPB 3.x "
         "problem sizes, and check the result against the official verification values. "
         "Exit status 1 when a verification fails.",
     )
-    add_arguments(p)
+    ARGUMENTS.add_arguments(p)
     add_launch_options(p, default_np=1)
     p.set_defaults(handler=handle)
 
 
-def _validate(names: list[str], cls: str, nprocs: int) -> str:
-    """Unknown kernel/class or a disallowed process count: one line, before anything starts."""
-    from ..npb.app import check_procs
-    from ..npb.common import check_class
-
-    for name in names:
-        kernel = load(name)
-        cls = check_class(kernel.KERNEL, cls, kernel.CLASSES)
-        check_procs(kernel, nprocs)
-    return cls
-
-
-def _kernel_names(kernel: str) -> list[str]:
-    name = str(kernel).lower()
-    if name not in CHOICES:
-        raise CloudhpcError(f"unknown NPB kernel {kernel!r}; choose one of {', '.join(CHOICES)}")
-    return list(KERNELS) if name == "all" else [name]
-
-
-def _params(args: argparse.Namespace) -> dict:
-    return {"kernel": args.kernel.lower(), "class": args.cls, "corrupt": bool(args.corrupt)}
-
-
-def _validate_one(params: dict, nprocs: int) -> None:
-    names = _kernel_names(params["kernel"])
-    if len(names) > 1:
-        raise CloudhpcError("one NPB job runs one kernel: name cg, mg, ft, is or ep, not all")
-    params["class"] = _validate(names, params["class"], nprocs)
-
-
-# `profile --app npb kernel=cg class=A`: one kernel per job
-PARAM_SPEC = ParamSpec(add_arguments, _params, _validate_one)
-
-
 def handle(args: argparse.Namespace) -> int:
-    names = _kernel_names(args.kernel)
-    probe = job_from_args(args, "npb", {})
-    cls = _validate(names, args.cls, probe.nprocs)
-
+    values = PARAMS.from_namespace(args)
+    kernel = str(values.get("kernel", "")).lower()
+    names = list(KERNELS) if kernel == "all" else [kernel]
+    opts = launch_options(args)
+    # every kernel's job checked before the first runs
+    jobs = [job_for("npb", {**values, "kernel": k}, opts, dry_run=args.dry_run) for k in names]
     records = []
-    for kname in names:
-        params = {"kernel": kname, "class": cls, "corrupt": bool(args.corrupt)}
-        job = job_from_args(args, "npb", params)
+    for job in jobs:
         run_args = args
         if len(names) > 1 and args.json:
             run_args = copy.copy(args)
             run_args.json = False  # one JSON list at the end instead of five documents
-        record = execute(
-            job,
-            run_args,
-            title=f"npb {kname} class {cls}",
-            exit_code=lambda r: 0 if r.get("verified") else 1,
-        )
+        request = request_for(job)
+        record = execute(job, run_args, title=request.title, exit_code=request.exit_code)
         if record is None:  # --dry-run, or --submit (one job runs every kernel)
             if submitting(args):
                 break
@@ -122,7 +68,8 @@ def handle(args: argparse.Namespace) -> int:
             )
         else:
             print_table(
-                f"NPB class {cls} — {probe.nprocs} processes, env {args.env}",
+                f"NPB class {jobs[0].params['class']} — {jobs[0].nprocs} processes, "
+                f"env {jobs[0].env}",
                 [summary_row(r) for r in records],
             )
     return 0 if all(r.verified for r in records) else 1

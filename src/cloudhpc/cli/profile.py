@@ -18,20 +18,24 @@ from rich.table import Table
 from ..apps.registry import job_spec
 from ..errors import CloudhpcError, RunFailed
 from ..jsontext import print_json
+from ..launch.jobs import job_for
 from ..launch.runner import failure_text, raise_for_failure
 from ..paths import RunFiles, check_output_file, check_run_files
 from ..profile import load_profile, report
 from ..profile.callsites import MAX_CALLSITE_DEPTH
 from ..profile.model import Profile
-from ..results.store import files_dir, load_record, load_records
+from ..profile.stored import find_profile
 from ..text import count
-from .app_params import ParamSpec, parse_params, run_app_spec
-from .bench import BENCHMARKS
-from .bench import param_spec as bench_spec
-from .common import add_launch_options, job_from_args, record_footer, submit_run, submitting
-from .npb import PARAM_SPEC as NPB_SPEC
+from .app_params import values_from_words
+from .common import (
+    add_launch_options,
+    job_from_args,
+    launch_options,
+    record_footer,
+    submit_run,
+    submitting,
+)
 from .parser import Parser, add_subparser
-from .run import check_app_files, check_app_memory
 from .ui import ProgressMonitor, err, out, print_table, shown
 
 EXAMPLES = """\
@@ -106,19 +110,6 @@ def handle(args: argparse.Namespace) -> int:
 
 
 # ---- profiling a run ----------------------------------------------------------------------
-def _param_spec(name: str) -> ParamSpec | None:
-    """How job `name` parses its parameters: a `run` app's own hooks, bench's or npb's parser."""
-    from ..apps.registry import MAINS
-
-    if name.startswith("bench.") and name.split(".", 1)[1] in BENCHMARKS:
-        return bench_spec(name.split(".", 1)[1])
-    if name == "npb":
-        return NPB_SPEC
-    if name in MAINS:
-        return None  # a test hook (selftest): no user parameters
-    return run_app_spec(job_spec(name))
-
-
 def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
     from ..profile.session import (
         dry_run_plan,
@@ -138,21 +129,17 @@ def _handle_run(args: argparse.Namespace, target: list[str]) -> int:
         if not known(args.app):
             names = ", ".join([*run_apps(), *sorted(MAINS)])
             raise CloudhpcError(f"unknown app {args.app!r}; known: {names}")
-        # the app's own parser: its types, defaults and checks, before anything starts
-        nprocs = job_from_args(args, args.app, {}).nprocs
-        spec = _param_spec(args.app)
-
-        def precheck(params: dict) -> None:  # as `cloudhpc run` checks, before validation
-            job = job_from_args(args, args.app, params)
-            check_app_files(spec, params, job.results_dir)
-            check_app_memory(spec, params, job)
-
-        params = parse_params(
-            args.app, spec, target, nprocs, frozenset(args._own_options), precheck
-        )
-        job = job_from_args(args, args.app, params)
+        what = f"--app {args.app}"
+        spec = job_spec(args.app)
+        if spec is None:  # a test hook (selftest): no parameters of the user's
+            if target:
+                raise CloudhpcError(f"{what} takes no parameters, got {target[0]!r}")
+            job = job_from_args(args, args.app, {})
+        else:  # the job's declared parameters and every check, before anything starts
+            values = values_from_words(spec, target, what, frozenset(args._own_options))
+            job = job_for(args.app, values, launch_options(args), dry_run=args.dry_run)
         program = None
-        record_params = {"app": args.app, "params": params, "trace": args.trace}
+        record_params = {"app": args.app, "params": job.params, "trace": args.trace}
     else:
         program = resolve_program(target)
         job = job_from_args(args, "profile", {"program": program, "trace": args.trace})
@@ -347,27 +334,6 @@ def _check_compare_files(args: argparse.Namespace) -> None:
     check_run_files(RunFiles(inputs, outputs), stores)
 
 
-def _stored_profile(given: str, results: str) -> str:
-    """A profile named as a path (profile.json, a record's .files directory or its record), or
-    as a record id of `results`, a unique prefix of one, or `last`: the path to load."""
-    if Path(given).exists():
-        return given
-    if os.sep in given or given.endswith(".json"):
-        raise CloudhpcError(f"no profile at {given}")
-    try:
-        record = load_record(results, given)
-    except CloudhpcError as e:
-        raise CloudhpcError(f"{given} is neither a profile file nor a record: {e}") from None
-    if given == "last" and record.app != "profile":  # the latest profile, not the latest run
-        profiles = [r for r in load_records(results) if r.app == "profile"]
-        if not profiles:
-            raise CloudhpcError(f"no profiles in {results}")
-        record = profiles[-1]
-    if record.app != "profile":
-        raise CloudhpcError(f"record {record.id} is a {record.app} run, not a profile")
-    return str(files_dir(results, record.id))
-
-
 def _export_hatchet(source: str, out: str, results: str) -> int:
     from ..atomic import write_text
     from ..jsontext import dumps
@@ -419,13 +385,13 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
         if not args.hatchet.strip():
             raise CloudhpcError("--hatchet is empty: give the file to write")
         check_output_file(args.hatchet, "--hatchet")
-        source = _stored_profile(args.profile, args.results)
+        source = find_profile(args.profile, args.results)
         return _export_hatchet(source, args.hatchet, args.results)
     if verb == "show":
-        args.profile = _stored_profile(args.profile, args.results)
+        args.profile = find_profile(args.profile, args.results)
     else:
-        args.a = _stored_profile(args.a, args.results)
-        args.b = _stored_profile(args.b, args.results)
+        args.a = find_profile(args.a, args.results)
+        args.b = find_profile(args.b, args.results)
     if verb == "compare":
         _check_compare_files(args)
     if verb == "show":

@@ -12,18 +12,15 @@ modules, so that building this parser stays fast.
 from __future__ import annotations
 
 import argparse
-import os
 from collections.abc import Sequence
 
 from ..apps.registry import BUILTIN, job_spec, run_apps
-from ..engines.registry import ENGINES, check_available
 from ..errors import CloudhpcError
-from ..launch import RAY
-from ..memory import check_fits
-from ..paths import check_run_files
+from ..launch.jobs import job_for
+from ..launch.options import RUNTIME
 from ..results.record import Record
 from ..text import count
-from .common import add_launch_options, execute, hosts_sharing, job_from_args, record_footer
+from .common import add_launch_options, execute, launch_options, record_footer
 from .parser import add_subparser, requested
 from .ui import err, out
 
@@ -50,59 +47,15 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         a = add_subparser(sub, name, spec.help, spec.description)
         groups = spec.add_arguments(a)
         r = groups.get("runtime") or a.add_argument_group("runtime")
-        if "--engine" not in a._option_string_actions:
-            r.add_argument(
-                "--engine",
-                default="mpi",
-                metavar="NAME",
-                help="where tasks execute: mpi (SPMD ranks), serial (one process, the T(1) "
-                "baseline) or ray (a driver and -n P worker actors that survive lost workers)",
-            )
-        r.add_argument(
-            "--ray-address",
-            metavar="ADDR",
-            help="ray: join the running cluster at ADDR (host:port, or 'auto' for Ray's own "
-            "discovery: RAY_ADDRESS or a cluster on this machine); default: start a private "
-            "Ray instance on this machine for the run and stop it afterwards",
-        )
-        r.add_argument(
-            "--ray-token-file",
-            metavar="FILE",
-            help="ray: the token of a --ray-address cluster that uses token authentication "
-            "(`ray get-auth-token` on its head prints it); without it the token is Ray's: "
-            "RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names, or ~/.ray/auth_token",
-        )
-        r.add_argument(
-            "--inject-failure",
-            metavar="ITER:WORKER",
-            help="ray, a test hook: kill worker WORKER's process (SIGKILL) when it finishes its "
-            "first task of iteration ITER (1-based; a map-only or map-reduce pass is one "
-            "iteration); the worker is replaced and its lost tasks re-run",
-        )
+        RUNTIME.without(*spec.params.names).add_arguments(a, {"runtime": r})
         add_launch_options(a)
         a.set_defaults(handler=handle, _spec=spec)
 
 
 def handle(args: argparse.Namespace) -> int:
-    spec = args._spec
-    if not ENGINES.known(args.engine):
-        raise CloudhpcError(f"unknown engine {args.engine!r}; known: {', '.join(ENGINES.names())}")
-    if args.engine == "serial" and args.np not in (None, 1):
-        raise CloudhpcError(f"--engine serial runs one process; got -n {args.np}")
-    engines = spec.engines
-    if engines is not None and args.engine not in engines:
-        raise CloudhpcError(
-            f"{args.app} runs on --engine {' or '.join(engines)}, not {args.engine}"
-        )
-    options = engine_options(args)
-    params = spec.params_from_args(args)
-    params["engine"] = args.engine  # so that the app's validate can refuse a model an engine lacks
-    job = job_from_args(args, args.app, params, engine=args.engine, engine_options=options)
-    check_app_files(spec, params, job.results_dir)
-    check_app_memory(spec, params, job)  # before validate: it may generate the data
-    if spec.validate is not None:
-        spec.validate(params, job.nprocs)  # before any rank starts (the ranks check again)
-    record = execute(job, args, title=f"run {args.app}", exit_code=spec.exit_code)
+    job = job_for(args.app, args._spec.params.from_namespace(args), launch_options(args),
+                  dry_run=args.dry_run)  # fmt: skip
+    record = execute(job, args, title=f"run {args.app}", exit_code=args._spec.exit_code)
     if record is None:
         return 0
     if not args.json:
@@ -111,77 +64,6 @@ def handle(args: argparse.Namespace) -> int:
         _print_timings(record)
         record_footer(record)
     return record.exit_code
-
-
-def check_app_files(module, params: dict, results: str) -> None:
-    """The app's inputs and outputs (its cli module's run_files), checked against each other and
-    the results store before launch: an output never destroys an input (paths.check_run_files)."""
-    run_files = getattr(module, "run_files", None)
-    if run_files is not None:
-        check_run_files(run_files(params), results)
-
-
-def check_app_memory(module, params: dict, job) -> None:
-    """Refuse a run whose data (the app's memory_estimate) does not fit in this host's memory
-    (its share of it, when the ranks are spread over several hosts)."""
-    estimate = getattr(module, "memory_estimate", None)
-    hosts = hosts_sharing(job)
-    if estimate is None or hosts is None:
-        return
-    try:
-        need = int(estimate(params, job.nprocs))
-    except (OSError, ValueError, KeyError, TypeError, IndexError):
-        return  # parameters validate() refuses with its own line
-    check_fits(need, f"run {job.app}", hosts)
-
-
-def engine_options(args: argparse.Namespace) -> dict:
-    """--ray-address and --inject-failure, checked; refused with engines they do not apply to."""
-    ray_address = getattr(args, "ray_address", None)
-    inject = getattr(args, "inject_failure", None)
-    token_file = getattr(args, "ray_token_file", None)
-    if args.engine != "ray":
-        given = (("--ray-address", ray_address), ("--ray-token-file", token_file))
-        for flag, value in (*given, ("--inject-failure", inject)):
-            if value is not None:
-                raise CloudhpcError(f"{flag} applies to --engine ray, not {args.engine}")
-        return {}
-    check_available("ray")
-    if args.launcher not in (None, RAY):
-        raise CloudhpcError(
-            f"--engine ray starts one driver process (launcher ray), not --launcher {args.launcher}"
-        )
-    options: dict = {}
-    if ray_address is not None:
-        if not ray_address.strip():
-            raise CloudhpcError("--ray-address is empty (give host:port or auto)")
-        options["ray_address"] = ray_address.strip()
-    if token_file is not None:
-        if ray_address is None:
-            raise CloudhpcError("--ray-token-file is for a cluster joined with --ray-address")
-        from ..paths import check_input_file
-
-        check_input_file(token_file, "--ray-token-file")
-        options["ray_token_file"] = os.path.abspath(token_file)
-    if inject is not None:
-        options["inject_failure"] = parse_injection(inject, args.np)
-    return options
-
-
-def parse_injection(text: str, nprocs: int | None) -> list[int]:
-    """'ITER:WORKER' -> [iteration >= 1, 0 <= worker < P]."""
-    try:
-        iteration, worker = (int(x) for x in text.split(":"))
-    except ValueError:
-        raise CloudhpcError(f"--inject-failure {text!r}: expected ITER:WORKER, e.g. 2:1") from None
-    workers = nprocs or 1
-    if iteration < 1:
-        raise CloudhpcError(f"--inject-failure {text!r}: iterations count from 1")
-    if not 0 <= worker < workers:
-        raise CloudhpcError(
-            f"--inject-failure {text!r}: worker must be 0..{workers - 1} (-n {workers})"
-        )
-    return [iteration, worker]
 
 
 def _is_startup(phase: str) -> bool:

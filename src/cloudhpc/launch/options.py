@@ -22,11 +22,71 @@ from ..hostfile import read_hosts_file
 from ..job import Host, Job, Layout
 from ..mpi import DEFAULT as DEFAULT_MPI
 from ..mpi import get_implementation
+from ..params import Param, ParamError, Params
 from .base import LAUNCHERS, choose_launcher
 from .layout import parse_layout
 from .names import CLUSTER
 
 DEFAULT_RESULTS = "cloudhpc-results"
+
+# Where and how a job runs, declared once as a job's parameters are (params.py): the command
+# line's launch options, a campaign's [matrix] keys and the Python API's keyword arguments. Their
+# values are checked together by make_job (and job_for), whoever gave them.
+LAUNCH = Params(
+    Param("nprocs", int, None, "number of MPI ranks (default {default_np}, or M*N from --layout)",
+          flags=("-n", "--np"), metavar="P"),
+    Param("hosts", str, None, "hosts file, one host[:slots] per line; ranks start over ssh "
+          "(Hydra), or inside the hosts of an emulated cluster for the NAME.hosts that `cloudhpc "
+          "cluster up` writes", metavar="FILE"),
+    Param("placement", str, None, "rank r on the host of the plan's r-th rank: a Hydra hosts "
+          "file in rank order (`cloudhpc place --out PLAN`); sets -n, and the hosts unless "
+          "--hosts lists them too", metavar="PLAN"),
+    Param("layout", str, None, "T threads per process, M processes per node, N nodes (e.g. "
+          "2x1x1)", metavar="TxMxN"),
+    Param("env", str, "native", "communication environment: {environments}; capped:RATE runs "
+          "each rank on a host of a throwaway emulated cluster whose links are capped at RATE "
+          "(100mbit, 1gbit, 10gbit, as tc writes rates; bandwidth only: no added delay), "
+          "brought up for the run and down after it (needs root)", metavar="NAME"),
+    Param("mpi", str, DEFAULT_MPI, "MPI implementation: {mpis}; mpich is the venv's, the "
+          "others are installed from PyPI into a prefix of their own on first use (`cloudhpc "
+          "mpi list` shows where)", metavar="NAME"),
+    Param("launcher", str, None, "force a launcher ({launchers}); default: slurm inside an "
+          "allocation, hosts with --hosts, else local", metavar="NAME"),
+    Param("oversubscribe", bool, False, "allow more ranks (x threads) than slots"),
+    Param("instance", str, None, "the cloud instance type this run stands for (e.g. "
+          "c5n.18xlarge, a type of the price table): a label recorded as the record's instance, "
+          "from which `results cost` and reports give the run's $; it does not change how the "
+          "run starts", metavar="TYPE"),
+    Param("nodes", int, None, "with --instance: how many nodes of that type (default: the "
+          "layout's nodes, else the distinct hosts the ranks run on, else 1)", metavar="N"),
+    Param("prices", str, None, "with --instance: the price table the type must be in, in the "
+          "shipped table's format (`cloudhpc results cost --list`); default: the shipped, "
+          "dated table", metavar="FILE"),
+    Param("timeout", float, None, "kill the run after SEC seconds", metavar="SEC"),
+    what="",
+    group="launch",
+)  # fmt: skip
+# how a `run` app's job runs: its engine and the engine's settings
+RUNTIME = Params(
+    Param("engine", str, "mpi", "where tasks execute: mpi (SPMD ranks), serial (one process, "
+          "the T(1) baseline) or ray (a driver and -n P worker actors that survive lost "
+          "workers)", metavar="NAME"),
+    Param("ray_address", str, None, "ray: join the running cluster at ADDR (host:port, or "
+          "'auto' for Ray's own discovery: RAY_ADDRESS or a cluster on this machine); default: "
+          "start a private Ray instance on this machine for the run and stop it afterwards",
+          metavar="ADDR"),
+    Param("ray_token_file", str, None, "ray: the token of a --ray-address cluster that uses "
+          "token authentication (`ray get-auth-token` on its head prints it); without it the "
+          "token is Ray's: RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names, or "
+          "~/.ray/auth_token", metavar="FILE"),
+    Param("inject_failure", str, None, "ray, a test hook: kill worker WORKER's process "
+          "(SIGKILL) when it finishes its first task of iteration ITER (1-based; a map-only or "
+          "map-reduce pass is one iteration); the worker is replaced and its lost tasks re-run",
+          metavar="ITER:WORKER"),
+    what="",
+    group="runtime",
+)  # fmt: skip
+ENGINE_OPTIONS = ("ray_address", "ray_token_file", "inject_failure")
 
 
 @dataclass(frozen=True)
@@ -48,10 +108,35 @@ class LaunchOptions:
     engine_options: dict[str, Any] = field(default_factory=dict)
     instance: str | None = None  # --instance TYPE: a label for the run's cost
     instance_nodes: int | None = None  # --nodes N of that type (default: the run's hosts)
+    engine: str = "mpi"  # where tasks execute (engines/registry.py)
+    prices: str | None = None  # the price table --instance is checked against (None: shipped)
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any], **fields: Any) -> LaunchOptions:
+        """Launch options from LAUNCH's and RUNTIME's values by name (as a campaign's matrix or
+        the Python API give them: checked and converted here), plus `fields` as they are."""
+        given = {**LAUNCH.given(_pick(values, LAUNCH)), **RUNTIME.given(_pick(values, RUNTIME))}
+        extra = sorted(set(values) - set(LAUNCH.names) - set(RUNTIME.names))
+        if extra:
+            known = ", ".join([*LAUNCH.names, *RUNTIME.names])
+            raise ParamError(f"no launch option {extra[0]!r}; known: {known}", extra[0])
+        renamed = {"nodes": "instance_nodes"}
+        found = {renamed.get(k, k): v for k, v in given.items() if k not in ENGINE_OPTIONS}
+        options = {k: given[k] for k in ENGINE_OPTIONS if k in given}
+        if options:
+            found["engine_options"] = options
+        return cls(**{**found, **fields})
 
 
-def make_job(app: str, params: dict[str, Any], opts: LaunchOptions, engine: str = "mpi") -> Job:
-    """Validate the launch options and build the immutable Job."""
+def _pick(values: dict[str, Any], params: Params) -> dict[str, Any]:
+    return {k: v for k, v in values.items() if k in params}
+
+
+def make_job(
+    app: str, params: dict[str, Any], opts: LaunchOptions, engine: str | None = None
+) -> Job:
+    """Validate the launch options and build the immutable Job (`engine`: opts.engine's)."""
+    engine = engine or opts.engine
     from ..envs import get_environment
     from ..results.store import store_path
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import argparse
 import os
 from typing import Any
 
 from ...errors import CloudhpcError
+from ...params import PATH, Param, Params
 from ...paths import RunFiles, check_input_file, check_output_dir
 
 HELP = "de novo genome assembly (seed 002 PGA): de Bruijn graph by map-reduce, BSP simplification"
@@ -26,121 +26,47 @@ ENGINES = ("mpi", "serial")
 MAX_K = 31
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("input")
-    g.add_argument("reads", nargs="*", metavar="READS", help="FASTQ/FASTA files (.gz or not)")
-    g.add_argument(
-        "--pairs",
-        nargs=2,
-        metavar=("R1", "R2"),
-        help="paired reads (FR) in two files with the same number of records: assembled with "
-        "the other reads, then used to scaffold the contigs (DIR/scaffolds.fa)",
-    )
-    g.add_argument("--reference", metavar="REF.fa", help="evaluate against this genome (mappy)")
-    a = p.add_argument_group("assembly")
-    a.add_argument("--k", type=int, default=31, help="k-mer length: odd, 3..31 (default 31)")
-    a.add_argument(
-        "--min-count",
-        type=int,
-        default=None,
-        metavar="C",
-        help="drop k-mers and extensions seen fewer than C times (default: the first minimum "
-        "of the k-mer coverage histogram)",
-    )
-    a.add_argument(
-        "--min-cov",
-        type=float,
-        default=None,
-        metavar="X",
-        help="after tips and bubbles, remove unitigs of mean k-mer coverage below X (default: "
-        "half the median k-mer count, Velvet's -cov_cutoff auto; 0: off)",
-    )
-    a.add_argument(
-        "--tip-length",
-        type=int,
-        default=None,
-        metavar="B",
-        help="remove dead-end paths shorter than B bases (default 2k)",
-    )
-    a.add_argument(
-        "--bubble-length",
-        type=int,
-        default=None,
-        metavar="B",
-        help="bubble paths up to B bases are compared (default 3k)",
-    )
-    a.add_argument(
-        "--bubble-identity",
-        type=float,
-        default=0.9,
-        metavar="F",
-        help="remove a bubble path only if its identity with the kept one is >= F",
-    )
-    a.add_argument(
-        "--bubble-diff",
-        type=int,
-        default=3,
-        metavar="B",
-        help="and their lengths differ by at most B bases",
-    )
-    a.add_argument(
-        "--rounds",
-        type=int,
-        default=5,
-        metavar="N",
-        help="at most N rounds of tips + bubbles + compression (stops when nothing changes)",
-    )
-    a.add_argument(
-        "--min-contig",
-        type=int,
-        default=None,
-        metavar="B",
-        help="write contigs of at least B bases (default 2k)",
-    )
-    a.add_argument(
-        "--min-links",
-        type=int,
-        default=5,
-        metavar="N",
-        help="scaffolding: join two contigs when at least N pairs link them",
-    )
-    a.add_argument("--seed", type=int, default=0, help="seed of the random head/tail tags")
-    a.add_argument(
-        "--simplify",
-        choices=("bsp", "serial"),
-        default="bsp",
-        help="bsp: vertex programs on the BSP model over all ranks (default); serial: the "
-        "reference walk over the whole graph on rank 0 (same contigs)",
-    )
-    a.add_argument(
-        "--no-memory-check",
-        action="store_true",
-        help="skip the estimate of the counting's memory against the host's",
-    )
-    o = p.add_argument_group("output")
-    o.add_argument("--out", required=True, metavar="DIR", help="contigs.fa and stats.json here")
-
-
-def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        "reads": [os.path.abspath(r) for r in args.reads],
-        "pairs": [os.path.abspath(r) for r in args.pairs] if args.pairs else None,
-        "reference": os.path.abspath(args.reference) if args.reference else None,
-        "k": args.k,
-        "min_count": args.min_count,
-        "min_cov": args.min_cov,
-        "tip_length": args.tip_length,
-        "bubble_length": args.bubble_length,
-        "bubble_identity": args.bubble_identity,
-        "bubble_diff": args.bubble_diff,
-        "rounds": args.rounds,
-        "min_contig": args.min_contig,
-        "seed": args.seed,
-        "min_links": args.min_links,
-        "simplifier": args.simplify,
-        "memory_check": not args.no_memory_check,
-        "out": os.path.abspath(args.out),
-    }
+PARAMS = Params(
+    Param("reads", PATH, (), "FASTQ/FASTA files (.gz or not)", nargs="*", positional=True,
+          metavar="READS", group="input"),
+    Param("pairs", PATH, None, "paired reads (FR) in two files with the same number of "
+          "records: assembled with the other reads, then used to scaffold the contigs "
+          "(DIR/scaffolds.fa)", nargs=2, metavar=("R1", "R2"), group="input"),
+    Param("reference", PATH, None, "evaluate against this genome (mappy)", metavar="REF.fa",
+          group="input"),
+    Param("k", int, 31, "k-mer length: odd, 3..31 (k-mers are 2-bit packed in 64 bits and an "
+          "odd k keeps a k-mer apart from its reverse complement)", min=3, max=MAX_K,
+          check=(lambda k: k % 2 == 1, "and odd"), group="assembly"),
+    Param("min_count", int, None, "drop k-mers and extensions seen fewer than C times "
+          "(default: the first minimum of the k-mer coverage histogram)", min=1, metavar="C",
+          group="assembly"),
+    Param("min_cov", float, None, "after tips and bubbles, remove unitigs of mean k-mer "
+          "coverage below X (default: half the median k-mer count, Velvet's -cov_cutoff auto; "
+          "0: off)", min=0.0, metavar="X", group="assembly"),
+    Param("tip_length", int, None, "remove dead-end paths shorter than B bases (default 2k)",
+          min=0, metavar="B", group="assembly"),
+    Param("bubble_length", int, None, "bubble paths up to B bases are compared (default 3k)",
+          min=0, metavar="B", group="assembly"),
+    Param("bubble_identity", float, 0.9, "remove a bubble path only if its identity with the "
+          "kept one is >= F", min=0.0, max=1.0, metavar="F", group="assembly"),
+    Param("bubble_diff", int, 3, "and their lengths differ by at most B bases", min=0,
+          metavar="B", group="assembly"),
+    Param("rounds", int, 5, "at most N rounds of tips + bubbles + compression (stops when "
+          "nothing changes)", min=0, metavar="N", group="assembly"),
+    Param("min_contig", int, None, "write contigs of at least B bases (default 2k)", min=1,
+          metavar="B", group="assembly"),
+    Param("min_links", int, 5, "scaffolding: join two contigs when at least N pairs link them",
+          min=1, metavar="N", group="assembly"),
+    Param("seed", int, 0, "seed of the random head/tail tags", min=0, group="assembly"),
+    Param("simplifier", str, "bsp", "bsp: vertex programs on the BSP model over all ranks; "
+          "serial: the reference walk over the whole graph on rank 0 (same contigs)",
+          choices=("bsp", "serial"), flags=("--simplify",), group="assembly"),
+    Param("memory_check", bool, True, "compare the counting's estimated memory with the "
+          "host's before starting (--no-memory-check: do not)", group="assembly"),
+    Param("out", PATH, None, "contigs.fa and stats.json here", required=True, metavar="DIR",
+          group="output"),
+    what="assemble",
+)  # fmt: skip
 
 
 def run_files(params: dict[str, Any]) -> RunFiles:
@@ -157,32 +83,6 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
     from .reads import check_gzip, count_records, is_gzip, sniff  # light: no numba yet
 
     k = params.get("k", 31)
-    if isinstance(k, bool) or not isinstance(k, int) or k < 3 or k > MAX_K or k % 2 == 0:
-        raise CloudhpcError(
-            f"--k must be an odd number from 3 to {MAX_K} (k-mers are 2-bit packed in 64 bits "
-            f"and an odd k keeps a k-mer apart from its reverse complement), not {k}"
-        )
-    for key, low in (
-        ("min_count", 1),
-        ("tip_length", 0),
-        ("bubble_length", 0),
-        ("bubble_diff", 0),
-        ("rounds", 0),
-        ("min_contig", 1),
-        ("seed", 0),
-        ("min_links", 1),
-    ):
-        v = params.get(key)
-        if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):
-            raise CloudhpcError(f"--{key.replace('_', '-')} must be an integer >= {low}")
-    if params.get("simplifier", "bsp") not in ("bsp", "serial"):
-        raise CloudhpcError(f"unknown --simplify {params.get('simplifier')!r}")
-    cov = params.get("min_cov")
-    if cov is not None and (isinstance(cov, bool) or not isinstance(cov, int | float) or cov < 0):
-        raise CloudhpcError("--min-cov must be a number >= 0")
-    ident = params.get("bubble_identity", 0.9)
-    if not 0.0 <= float(ident) <= 1.0:
-        raise CloudhpcError("--bubble-identity must be between 0 and 1")
     files = input_files(params)
     if not files:
         raise CloudhpcError("assemble needs reads: READS files or --pairs R1 R2")

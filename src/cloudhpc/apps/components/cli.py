@@ -1,14 +1,13 @@
-"""components' command-line hooks (light: no numba or mpi4py here)."""
+"""components: its parameters and checks (light: no numba or mpi4py here)."""
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
+from ...params import Params
 from ..graphs.options import (
     ENGINES,
-    add_graph_arguments,
-    graph_params,
+    GRAPH_PARAMS,
     graph_warm_up_runs,
     memory_estimate,
     run_files,
@@ -26,12 +25,11 @@ MAIN = "cloudhpc.apps.components.job:main"
 __all__ = ["ENGINES", "HELP", "MAIN", "memory_estimate", "run_files"]
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    add_graph_arguments(parser, "components")
-
-
-def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    return graph_params(args)
+PARAMS = Params(
+    *GRAPH_PARAMS,
+    what="components",
+    group="components",
+)
 
 
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:

@@ -15,14 +15,13 @@ any item still failed (the summary and the run's record name every one).
 
 from __future__ import annotations
 
-import argparse
-import math
 import os
 import shlex
 import shutil
 from typing import Any
 
 from ...errors import CloudhpcError
+from ...params import PATH, Param, Params
 from ...paths import RunFiles, check_input_file, check_output_dir
 
 HELP = "map-only: run a program once per input file (CAP3-style)"
@@ -35,46 +34,22 @@ MAIN = "cloudhpc.apps.files.job:main"
 PLACEHOLDER = "{input}"
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("inputs", nargs="+", metavar="INPUT", help="input files, one item each")
-    p.add_argument(
-        "--cmd",
-        required=True,
-        metavar="'PROG {input} ARGS'",
-        help="program and arguments (no shell); {input} is replaced by each input's path, "
-        "{name} by its file name and {out} by the output directory (for programs that write "
-        "files of their own)",
-    )
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory")
-    p.add_argument(
-        "--retries", type=int, default=0, metavar="N", help="retry a failed item up to N times"
-    )
-    p.add_argument(
-        "--schedule",
-        choices=("dynamic", "static"),
-        default="dynamic",
-        help="dynamic: rank 0 hands out items on request (items differ in cost); static: "
-        "contiguous blocks of the input list (for comparison)",
-    )
-    p.add_argument(
-        "--item-timeout",
-        type=float,
-        default=None,
-        metavar="SEC",
-        help="count an attempt as failed after SEC seconds",
-    )
-
-
-def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    params = {
-        "cmd": args.cmd,
-        "inputs": [os.path.abspath(p) for p in args.inputs],
-        "out": os.path.abspath(args.out),
-        "retries": args.retries,
-        "item_timeout": args.item_timeout,
-        "schedule": args.schedule,
-    }
-    return params
+PARAMS = Params(
+    Param("inputs", PATH, None, "input files, one item each", nargs="+", positional=True,
+          required=True, metavar="INPUT"),
+    Param("cmd", str, None, "program and arguments (no shell); {input} is replaced by each "
+          "input's path, {name} by its file name and {out} by the output directory (for "
+          "programs that write files of their own)", required=True,
+          metavar="'PROG {input} ARGS'"),
+    Param("out", PATH, None, "output directory", required=True, metavar="DIR"),
+    Param("retries", int, 0, "retry a failed item up to N times", min=0, metavar="N"),
+    Param("schedule", str, "dynamic", "dynamic: rank 0 hands out items on request (items "
+          "differ in cost); static: contiguous blocks of the input list (for comparison)",
+          choices=("dynamic", "static")),
+    Param("item_timeout", float, None, "count an attempt as failed after SEC seconds",
+          check=(lambda t: t > 0, "> 0"), metavar="SEC"),
+    what="files",
+)  # fmt: skip
 
 
 def run_files(params: dict[str, Any]) -> RunFiles:
@@ -118,12 +93,5 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> list[str]:
         if name in names:
             raise CloudhpcError(f"two inputs share the name {name!r}: {names[name]} and {path}")
         names[name] = path
-    if params.get("schedule", "dynamic") not in ("dynamic", "static"):
-        raise CloudhpcError(f"unknown schedule {params['schedule']!r}; use dynamic or static")
-    if params.get("retries", 0) < 0:
-        raise CloudhpcError("--retries must be >= 0")
-    timeout = params.get("item_timeout")
-    if timeout is not None and not (math.isfinite(timeout) and timeout > 0):
-        raise CloudhpcError(f"--item-timeout must be a positive number of seconds, not {timeout}")
     check_output_dir(params["out"], "--out")
     return argv

@@ -1,15 +1,15 @@
-"""The options every graph app takes, their params and their checks (light: imported by the
-apps' cli modules; file headers are checked by inputs.py, which imports pyarrow lazily)."""
+"""The parameters every graph app takes and their checks (light: imported by the apps' cli
+modules; file headers are checked by inputs.py, which imports pyarrow lazily)."""
 
 from __future__ import annotations
 
-import argparse
 import os
 from typing import Any
 
 from ...errors import CloudhpcError
+from ...params import PATH, Param
 from ...paths import RunFiles
-from ..checks import check_output_path, check_seed
+from ..checks import check_output_path
 from .inputs import check_edge_file
 
 MAX_VERTICES = 1 << 31
@@ -17,57 +17,30 @@ OUT_SUFFIXES = (".npy", ".parquet")
 ENGINES = ("mpi", "serial")  # the bsp model is SPMD: a driver engine (ray) is refused
 
 
-def add_graph_arguments(parser: argparse.ArgumentParser, name: str) -> argparse._ArgumentGroup:
-    g = parser.add_argument_group(name)
-    g.add_argument(
-        "--edges",
-        metavar="FILE",
-        help="edge list: text 'src dst [weight]' per line (.tsv/.txt/.edges: whitespace, .csv: "
-        "commas; '#' and '%%' lines are comments, a first line that is not numbers a header), "
+# every graph app's parameters; each app adds its own after them (its PARAMS)
+GRAPH_PARAMS = (
+    Param(
+        "edges", PATH, None,
+        "edge list: text 'src dst [weight]' per line (.tsv/.txt/.edges: whitespace, .csv: "
+        "commas; '#' and '%' lines are comments, a first line that is not numbers a header), "
         "Parquet (columns src, dst[, weight]) or .npy (E x 2 or E x 3)",
-    )
-    g.add_argument(
-        "--directed",
-        action="store_true",
-        help="edges are directed (without it: each edge goes both ways)",
-    )
-    g.add_argument(
-        "--generate", choices=("rmat", "er"), help="generate an R-MAT or Erdos-Renyi graph instead"
-    )
-    g.add_argument(
-        "--vertices",
-        type=int,
-        metavar="V",
-        help="--generate: vertex count; with --edges: ids must be below V (without it: V is the "
+        metavar="FILE",
+    ),
+    Param("directed", bool, False, "edges are directed (without it: each edge goes both ways)"),
+    Param("generate", str, None, "generate an R-MAT or Erdos-Renyi graph instead",
+          choices=("rmat", "er")),
+    Param(
+        "vertices", int, None,
+        "--generate: vertex count; with --edges: ids must be below V (without it: V is the "
         "largest id + 1)",
-    )
-    g.add_argument(
-        "--edge-count", type=int, default=None, metavar="M", help="--generate: edges (None: 8 V)"
-    )
-    g.add_argument("--seed", type=int, default=0, help="seed of --generate")
-    g.add_argument(
-        "--out",
-        metavar="VALUES.npy",
-        help="write one float64 value per vertex id (.npy or .parquet)",
-    )
-    g.add_argument(
-        "--max-supersteps", type=int, default=10_000, metavar="N", help="stop after N supersteps"
-    )
-    return g
-
-
-def graph_params(args: argparse.Namespace) -> dict[str, Any]:
-    absolute = lambda p: os.path.abspath(p) if p else p  # noqa: E731 ('' is refused)
-    return {
-        "edges": absolute(args.edges),
-        "directed": bool(args.directed),
-        "generate": args.generate,
-        "vertices": args.vertices,
-        "edge_count": args.edge_count,
-        "seed": args.seed,
-        "out": absolute(args.out),
-        "max_supersteps": args.max_supersteps,
-    }
+        min=1, max=MAX_VERTICES, metavar="V",
+    ),
+    Param("edge_count", int, None, "--generate: edges (default: 8 V)", min=0, metavar="M"),
+    Param("seed", int, 0, "seed of --generate", min=0),
+    Param("out", PATH, None, "write one float64 value per vertex id (.npy or .parquet)",
+          metavar="VALUES.npy"),
+    Param("max_supersteps", int, 10_000, "stop after N supersteps", min=1, metavar="N"),
+)  # fmt: skip
 
 
 def run_files(params: dict[str, Any]) -> RunFiles:
@@ -77,20 +50,11 @@ def run_files(params: dict[str, Any]) -> RunFiles:
 def validate_graph(params: dict[str, Any]) -> None:
     if bool(params.get("edges")) == bool(params.get("generate")):
         raise CloudhpcError("give either --edges FILE or --generate rmat|er (one of them)")
-    v = params.get("vertices")
-    if v is not None and not 1 <= int(v) <= MAX_VERTICES:
-        raise CloudhpcError(f"--vertices must be in 1..{MAX_VERTICES}, not {v}")
     if params.get("generate"):
-        if v is None:
+        if params.get("vertices") is None:
             raise CloudhpcError("--generate needs --vertices V")
-        m = params.get("edge_count")
-        if m is not None and int(m) < 0:
-            raise CloudhpcError(f"--edge-count must be >= 0, not {m}")
-        check_seed(params.get("seed", 0))
     else:
         check_edge_file(params["edges"])
-    if int(params.get("max_supersteps", 1)) < 1:
-        raise CloudhpcError("--max-supersteps must be at least 1")
     out = params.get("out")
     if out is not None:
         check_output_path(out, "--out")

@@ -15,16 +15,14 @@ events read again in one piece, and requires the counts to be equal.
 
 from __future__ import annotations
 
-import argparse
-import os
 from typing import Any
 
 import numpy as np
 
 from ...errors import CloudhpcError
 from ...models.spill import parse_bytes
+from ...params import PATH, Kind, Param, Params
 from ...paths import RunFiles, check_output_dir, check_output_file
-from ..checks import check_seed
 from . import readers as io
 
 HELP = "map-reduce: histogram HEP events from ROOT, Parquet or .npy files"
@@ -32,73 +30,46 @@ DESCRIPTION = __doc__.split("\n", 2)[2].strip()
 MAIN = "cloudhpc.apps.hep.job:main"
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("inputs", nargs="*", metavar="INPUT", help=".root, .parquet or .npy files")
-    g = p.add_argument_group("histogram")
-    g.add_argument(
-        "--branch", action="append", required=True, metavar="NAME",
-        help="branch (column) to histogram; give it twice for a 2-D histogram",
-    )  # fmt: skip
-    g.add_argument(
-        "--bins", type=int, nargs="+", required=True, metavar="B",
-        help="number of bins (one value for every axis, or one per branch)",
-    )  # fmt: skip
-    g.add_argument(
-        "--range", action="append", nargs=2, type=float, required=True, metavar=("LO", "HI"),
-        dest="ranges", help="histogram range; once per branch",
-    )  # fmt: skip
-    g.add_argument("--tree", default="events", help="tree name in ROOT files")
-    g.add_argument("--out", required=True, metavar="FILE.npz", help="counts and edges")
-    g.add_argument(
-        "--chunk-events", type=int, default=1 << 20, metavar="N",
-        help="events per map task (Parquet: one row group per task)",
-    )  # fmt: skip
-    g.add_argument(
-        "--memory-budget", default=None, metavar="BYTES",
-        help="intermediate (bin, count) pairs a rank keeps in memory before spilling sorted "
-        "runs to local disk (e.g. 64M); default: no limit",
-    )  # fmt: skip
-    gen = p.add_argument_group("synthetic input")
-    gen.add_argument("--generate", metavar="DIR", help="write synthetic event files into DIR")
-    gen.add_argument("--events", type=int, default=1_000_000, help="events in all files")
-    gen.add_argument("--files", type=int, default=4, help="number of files")
-    gen.add_argument("--format", choices=("root", "parquet", "npy"), default="root")
-    gen.add_argument("--seed", type=int, default=1)
+def _bytes(text: str | int) -> int:
+    return text if isinstance(text, int) and not isinstance(text, bool) else parse_bytes(text)
 
 
-def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    try:
-        budget = parse_bytes(args.memory_budget) if args.memory_budget is not None else None
-    except ValueError as e:
-        raise CloudhpcError(f"--memory-budget: {e}") from None
-    params = {
-        "inputs": [os.path.abspath(p) for p in args.inputs],
-        "branches": list(args.branch),
-        "bins": list(args.bins),
-        "ranges": [list(r) for r in args.ranges],
-        "tree": args.tree,
-        "out": os.path.abspath(args.out) if args.out else args.out,
-        "chunk_events": args.chunk_events,
-        "memory_budget": budget,
-        "generate": None,
-    }
-    if args.generate:
-        params["generate"] = {
-            "dir": os.path.abspath(args.generate),
-            "events": args.events,
-            "files": args.files,
-            "format": args.format,
-            "seed": args.seed,
-        }
-    return params
+BYTES = Kind("a size in bytes (e.g. 65536, 64k, 512M, 2G)", _bytes, int)
+
+PARAMS = Params(
+    Param("inputs", PATH, (), ".root, .parquet or .npy files", nargs="*", positional=True,
+          metavar="INPUT"),
+    Param("branches", str, None, "branch (column) to histogram; give it twice for a 2-D "
+          "histogram", repeat=True, required=True, flags=("--branch",), metavar="NAME",
+          group="histogram"),
+    Param("bins", int, None, "number of bins (one value for every axis, or one per branch)",
+          nargs="+", required=True, min=1, metavar="B", group="histogram"),
+    Param("ranges", float, None, "histogram range; once per branch", nargs=2, repeat=True,
+          required=True, flags=("--range",), metavar=("LO", "HI"), group="histogram"),
+    Param("tree", str, "events", "tree name in ROOT files", group="histogram"),
+    Param("out", PATH, None, "counts and edges", required=True, metavar="FILE.npz",
+          group="histogram"),
+    Param("chunk_events", int, 1 << 20, "events per map task (Parquet: one row group per "
+          "task)", min=1, metavar="N", group="histogram"),
+    Param("memory_budget", BYTES, None, "intermediate (bin, count) pairs a rank keeps in memory "
+          "before spilling sorted runs to local disk (e.g. 64M); default: no limit",
+          metavar="BYTES", group="histogram"),
+    Param("generate", PATH, None, "write synthetic event files into DIR", metavar="DIR",
+          group="synthetic input"),
+    Param("events", int, 1_000_000, "events in all files", min=1, group="synthetic input"),
+    Param("files", int, 4, "number of files", min=1, group="synthetic input"),
+    Param("format", str, "root", "the files' format", choices=("root", "parquet", "npy"),
+          group="synthetic input"),
+    Param("seed", int, 1, "seed of the synthetic events", min=0, group="synthetic input"),
+    what="hep",
+)  # fmt: skip
 
 
 def run_files(p: dict[str, Any]) -> RunFiles:
-    gen = p.get("generate") or {}
     return RunFiles(
         [("input", f) for f in p.get("inputs") or []],
         [("--out", p.get("out"))],
-        [("--generate directory", gen.get("dir"))],
+        [("--generate directory", p.get("generate"))],
     )
 
 
@@ -109,12 +80,11 @@ def memory_estimate(p: dict[str, Any], nprocs: int = 1) -> int:
     bins = list(p["bins"]) * (len(p["branches"]) if len(p["bins"]) == 1 else 1)
     cells = int(np.prod([b + 2 for b in bins[: len(p["branches"])]], dtype=np.float64))
     need = nprocs * (8 * cells + 8 * p["chunk_events"] * len(p["branches"]))
-    gen = p.get("generate")
-    if gen:
-        per_file = -(-gen["events"] // gen["files"])
-        need += min(nprocs, gen["files"]) * per_file * len(io.BRANCHES) * 8 * 2
+    if p.get("generate"):
+        per_file = -(-p["events"] // p["files"])
+        need += min(nprocs, p["files"]) * per_file * len(io.BRANCHES) * 8 * 2
         if p.get("check"):
-            need += gen["events"] * len(p["branches"]) * 8
+            need += p["events"] * len(p["branches"]) * 8
     return need
 
 
@@ -126,8 +96,6 @@ def validate(p: dict[str, Any], nprocs: int = 1) -> None:
         raise CloudhpcError("the two --branch names are the same")
     if len(bins) not in (1, len(branches)):
         raise CloudhpcError(f"give one --bins value or one per branch ({len(branches)})")
-    if any(b < 1 for b in bins):
-        raise CloudhpcError("--bins must be at least 1")
     if len(ranges) != len(branches):
         raise CloudhpcError(
             f"give one --range LO HI per branch: {len(branches)}, not {len(ranges)}"
@@ -135,20 +103,14 @@ def validate(p: dict[str, Any], nprocs: int = 1) -> None:
     for lo, hi in ranges:
         if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
             raise CloudhpcError(f"--range {lo:g} {hi:g}: need finite LO < HI")
-    if p["chunk_events"] < 1:
-        raise CloudhpcError("--chunk-events must be at least 1")
     out = p["out"]
     if not out.endswith(".npz"):
         raise CloudhpcError(f"--out must name a .npz file: {out}")
     check_output_file(out, "--out")
-    gen = p.get("generate")
-    if gen:
-        check_output_dir(gen["dir"], "--generate directory")
-        check_seed(gen["seed"])
+    if p.get("generate"):
+        check_output_dir(p["generate"], "--generate directory")
         if p["inputs"]:
             raise CloudhpcError("--generate writes its own inputs; give no INPUT files with it")
-        if gen["events"] < 1 or gen["files"] < 1:
-            raise CloudhpcError("--events and --files must be at least 1")
         unknown = [b for b in branches if b not in io.BRANCHES]
         if unknown:
             raise CloudhpcError(

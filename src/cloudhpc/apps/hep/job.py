@@ -21,15 +21,15 @@ from .reference import reference
 
 
 def _generate(engine: Engine, p: dict[str, Any]) -> list[str]:
-    gen = p["generate"]
-    make_output_dir(gen["dir"], "--generate directory")
-    ext = {"root": ".root", "parquet": ".parquet", "npy": ".npy"}[gen["format"]]
-    n, files = gen["events"], gen["files"]
-    paths = [os.path.join(gen["dir"], f"events{i:04d}{ext}") for i in range(files)]
+    where = p["generate"]
+    make_output_dir(where, "--generate directory")
+    ext = {"root": ".root", "parquet": ".parquet", "npy": ".npy"}[p["format"]]
+    n, files = p["events"], p["files"]
+    paths = [os.path.join(where, f"events{i:04d}{ext}") for i in range(files)]
     for i in engine.static_range(files):
         count = (i + 1) * n // files - i * n // files
-        events = io.synthetic_events(count, gen["seed"], i)
-        io.write_events(paths[i], gen["format"], events, p["tree"])
+        events = io.synthetic_events(count, p["seed"], i)
+        io.write_events(paths[i], p["format"], events, p["tree"])
     engine.barrier()
     return paths
 
@@ -133,8 +133,7 @@ def main(ctx: RunContext) -> dict:
 def _import_readers(p: dict[str, Any]) -> None:
     import boost_histogram  # noqa: F401
 
-    gen = p.get("generate")
-    kinds = {gen["format"]} if gen else {io.kind_of(path) for path in p["inputs"]}
+    kinds = {p["format"]} if p.get("generate") else {io.kind_of(path) for path in p["inputs"]}
     if "root" in kinds:
         import uproot  # noqa: F401
     if "parquet" in kinds:

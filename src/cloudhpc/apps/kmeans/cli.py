@@ -9,7 +9,7 @@ Two models of the same computation, chosen with --model:
 - `spmd`: the seeds' MPI baseline, by hand: the same kernel, one in-place Allreduce per iteration.
 The assignment kernel is numba (kernels.py); --check compares the final centers with a plain
 NumPy Lloyd (reference.py) run in one process from the same initial centers. The job is in
-job.py (numba imported there), so building the CLI stays fast.
+job.py (numba imported there), so reading this declaration stays fast.
 """
 
 from __future__ import annotations
@@ -33,34 +33,23 @@ RTOL = 1e-9  # --check: max |c - c_ref| / max |c_ref|
 
 
 PARAMS = Params(
-    Param("model", str, "mapreduce", "the programming model", choices=MODELS, group="kmeans"),
-    Param("points", PATH, None, "N x D float array", metavar="FILE.npy", group="kmeans"),
-    Param("generate", bool, False, "generate Gaussian blobs instead", group="kmeans"),
-    Param("n", int, 100_000, "points to generate", min=1, metavar="N", group="kmeans"),
-    Param("d", int, 2, "dimensions to generate", min=1, metavar="D", group="kmeans"),
-    Param("seed", int, 0, "seed of --generate and of k-means++", min=0, group="kmeans"),
-    Param("centers_in", PATH, None, "K x D initial centers", metavar="FILE.npy", group="kmeans"),
-    Param("k", int, None, "centers, k-means++ init", min=1, metavar="K", group="kmeans"),
-    Param("iterations", int, 20, "at most N iterations", min=1, metavar="N", group="kmeans"),
-    Param(
-        "tol",
-        float,
-        0.0,
-        "stop when no center moves more than T (0: run exactly --iterations)",
-        min=0.0,
-        metavar="T",
-        group="kmeans",
-    ),  # fmt: skip
-    Param("centers_out", PATH, None, "write the final centers", metavar="FILE.npy", group="kmeans"),
-    Param(
-        "reread_static",
-        bool,
-        False,
-        "mapreduce: re-read the points every iteration (the Hadoop way), for comparison",
-        group="kmeans",
-    ),  # fmt: skip
+    Param("model", str, "mapreduce", "the programming model", choices=MODELS),
+    Param("points", PATH, None, "N x D float array", metavar="FILE.npy"),
+    Param("generate", bool, False, "generate Gaussian blobs instead"),
+    Param("n", int, 100_000, "points to generate", min=1, metavar="N"),
+    Param("d", int, 2, "dimensions to generate", min=1, metavar="D"),
+    Param("seed", int, 0, "seed of --generate and of k-means++", min=0),
+    Param("centers_in", PATH, None, "K x D initial centers", metavar="FILE.npy"),
+    Param("k", int, None, "centers, k-means++ init", min=1, metavar="K"),
+    Param("iterations", int, 20, "at most N iterations", min=1, metavar="N"),
+    Param("tol", float, 0.0, "stop when no center moves more than T (0: run exactly "
+          "--iterations)", min=0.0, metavar="T"),
+    Param("centers_out", PATH, None, "write the final centers", metavar="FILE.npy"),
+    Param("reread_static", bool, False, "mapreduce: re-read the points every iteration (the "
+          "Hadoop way), for comparison"),
     what="kmeans",
-)
+    group="kmeans",
+)  # fmt: skip
 
 
 def run_files(params: dict[str, Any]) -> RunFiles:

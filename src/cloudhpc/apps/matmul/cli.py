@@ -14,12 +14,12 @@ Local block products go to NumPy's BLAS. --check compares with one numpy.matmul 
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from ...errors import CloudhpcError
+from ...params import PATH, Param, Params
 from ...paths import RunFiles
-from ..checks import check_output_path, check_seed
+from ..checks import check_output_path
 from .inputs import open_inputs
 
 HELP = "matrix multiplication: Cannon's algorithm (MPI) or iterative map-reduce"
@@ -28,41 +28,22 @@ MODELS = ("mapreduce", "spmd")
 RTOL = 1e-10
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("matmul")
-    g.add_argument("--model", choices=MODELS, default="spmd")
-    g.add_argument("--a", metavar="A.npy", help="left matrix (m x n, float)")
-    g.add_argument("--b", metavar="B.npy", help="right matrix (n x p, float)")
-    g.add_argument("--generate", action="store_true", help="random square matrices instead")
-    g.add_argument("--size", type=int, default=1024, help="side of the generated matrices")
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument(
-        "--row-blocks",
-        type=int,
-        default=None,
-        help="mapreduce: row blocks of A = iterations (default: the number of ranks)",
-    )
-    g.add_argument("--out", metavar="C.npy", help="the product")
-    g.add_argument(
-        "--reread-static",
-        action="store_true",
-        help="mapreduce: re-read B's column block every iteration (the Hadoop way)",
-    )
-
-
-def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    params = {
-        "model": args.model,
-        "a": args.a,
-        "b": args.b,
-        "generate": bool(args.generate),
-        "size": args.size,
-        "seed": args.seed,
-        "row_blocks": args.row_blocks,
-        "out": args.out,
-        "reread_static": bool(args.reread_static),
-    }
-    return params
+PARAMS = Params(
+    Param("model", str, "spmd", "spmd: Cannon's algorithm; mapreduce: iterative map-reduce",
+          choices=MODELS),
+    Param("a", PATH, None, "left matrix (m x n, float)", metavar="A.npy"),
+    Param("b", PATH, None, "right matrix (n x p, float)", metavar="B.npy"),
+    Param("generate", bool, False, "random square matrices instead"),
+    Param("size", int, 1024, "side of the generated matrices", min=1),
+    Param("seed", int, 0, "seed of --generate", min=0),
+    Param("row_blocks", int, None,
+          "mapreduce: row blocks of A = iterations (default: the number of ranks)", min=1),
+    Param("out", PATH, None, "the product", metavar="C.npy"),
+    Param("reread_static", bool, False,
+          "mapreduce: re-read B's column block every iteration (the Hadoop way)"),
+    what="matmul",
+    group="matmul",
+)  # fmt: skip
 
 
 def run_files(params: dict[str, Any]) -> RunFiles:
@@ -85,16 +66,10 @@ def memory_estimate(params: dict[str, Any], nprocs: int = 1) -> int:
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:
     """What can be checked without reading data."""
     model = params.get("model", "spmd")
-    if model not in MODELS:
-        raise CloudhpcError(f"unknown matmul model {model!r}; known: {', '.join(MODELS)}")
     if params.get("generate") and (params.get("a") or params.get("b")):
         raise CloudhpcError("give either --a/--b or --generate, not both")
-    if params.get("generate") and int(params.get("size", 0)) < 1:
-        raise CloudhpcError(f"--size must be at least 1 (got {params.get('size')})")
     if not params.get("generate") and not (params.get("a") and params.get("b")):
         raise CloudhpcError("matmul needs --a A.npy and --b B.npy, or --generate --size N")
-    if params.get("row_blocks") is not None and int(params["row_blocks"]) < 1:
-        raise CloudhpcError("--row-blocks must be at least 1")
     if params.get("reread_static") and model != "mapreduce":
         raise CloudhpcError("--reread-static applies to --model mapreduce only")
     engine = params.get("engine", "mpi")
@@ -103,7 +78,6 @@ def validate(params: dict[str, Any], nprocs: int = 1) -> None:
             f"matmul --model spmd (Cannon's algorithm, the default) is MPI: it runs on --engine "
             f"mpi, not {engine}; use --model mapreduce on --engine {engine}"
         )
-    check_seed(params.get("seed", 0))
     check_output_path(params.get("out"), "--out")
     for source in open_inputs(params):  # shapes, dtypes and values fail here, before launch
         source.require_finite()

@@ -1,15 +1,13 @@
-"""pagerank's command-line hooks (light: no numba or mpi4py here)."""
+"""pagerank: its parameters and checks (light: no numba or mpi4py here)."""
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
-from ...errors import CloudhpcError
+from ...params import Param, Params
 from ..graphs.options import (
     ENGINES,
-    add_graph_arguments,
-    graph_params,
+    GRAPH_PARAMS,
     graph_warm_up_runs,
     memory_estimate,
     run_files,
@@ -29,32 +27,18 @@ __all__ = ["ENGINES", "HELP", "MAIN", "memory_estimate", "run_files"]
 RTOL = 1e-9  # --check: max |x - x_ref| / max x_ref
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    g = add_graph_arguments(parser, "pagerank")
-    g.add_argument("--damping", type=float, default=0.85, help="damping factor")
-    g.add_argument("--iterations", type=int, default=100, metavar="N", help="at most N iterations")
-    g.add_argument(
-        "--tol", type=float, default=1e-6, help="stop when the L1 change < V * TOL (0: never)"
-    )
-
-
-def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    return {
-        **graph_params(args),
-        "damping": args.damping,
-        "iterations": args.iterations,
-        "tol": args.tol,
-    }
+PARAMS = Params(
+    *GRAPH_PARAMS,
+    Param("damping", float, 0.85, "damping factor", check=(lambda d: 0 < d < 1, "between 0 and 1")),
+    Param("iterations", int, 100, "at most N iterations", min=1, metavar="N"),
+    Param("tol", float, 1e-6, "stop when the L1 change < V * TOL (0: never)", min=0.0),
+    what="pagerank",
+    group="pagerank",
+)
 
 
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:
     validate_graph(params)
-    if not 0.0 < float(params.get("damping", 0.85)) < 1.0:
-        raise CloudhpcError(f"--damping must be between 0 and 1, not {params.get('damping')}")
-    if int(params.get("iterations", 100)) < 1:
-        raise CloudhpcError("--iterations must be at least 1")
-    if not float(params.get("tol", 1e-6)) >= 0:
-        raise CloudhpcError("--tol must be >= 0")
 
 
 def warm_up_runs(tmp: str) -> list[list[str]]:

@@ -1,15 +1,14 @@
-"""sssp's command-line hooks (light: no numba or mpi4py here)."""
+"""sssp: its parameters and checks (light: no numba or mpi4py here)."""
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from ...errors import CloudhpcError
+from ...params import Param, Params
 from ..graphs.options import (
     ENGINES,
-    add_graph_arguments,
-    graph_params,
+    GRAPH_PARAMS,
     graph_warm_up_runs,
     memory_estimate,
     run_files,
@@ -28,20 +27,17 @@ __all__ = ["ENGINES", "HELP", "MAIN", "memory_estimate", "run_files"]
 RTOL = 1e-12  # --check: distances against Dijkstra's
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    g = add_graph_arguments(parser, "sssp")
-    g.add_argument("--source", type=int, default=0, metavar="V", help="source vertex (default 0)")
-
-
-def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    return {**graph_params(args), "source": args.source}
+PARAMS = Params(
+    *GRAPH_PARAMS,
+    Param("source", int, 0, "source vertex (default 0)", min=0, metavar="V"),
+    what="sssp",
+    group="sssp",
+)
 
 
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:
     validate_graph(params)
     source = params.get("source", 0)
-    if isinstance(source, bool) or not isinstance(source, int) or source < 0:
-        raise CloudhpcError(f"--source must be a vertex id (an integer >= 0), not {source!r}")
     v = params.get("vertices")
     if v is not None and source >= int(v):
         raise CloudhpcError(f"source vertex {source} is not in the graph (ids 0..{int(v) - 1})")

@@ -13,10 +13,10 @@ The job is in job.py and the solver in solver.py (numba), so the CLI stays fast.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
 from ...errors import CloudhpcError
+from ...params import PATH, Param, Params
 from ...paths import RunFiles
 from ..checks import check_output_path
 
@@ -26,18 +26,13 @@ ENGINES = ("mpi", "serial")  # SPMD by nature: neighbours exchange halos every s
 RTOL = 1e-12  # --check: max |u - u_ref| <= RTOL * max(1, max |u_ref|)
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("wave")
-    g.add_argument(
-        "--points", type=int, default=1_000_000, metavar="N", help="points on the string"
-    )
-    g.add_argument("--steps", type=int, default=1000, metavar="S", help="time steps")
-    g.add_argument("--out", metavar="FILE.npy", help="write the final amplitudes")
-
-
-def params_from_args(args: argparse.Namespace) -> dict[str, Any]:
-    params = {"points": args.points, "steps": args.steps, "out": args.out}
-    return params
+PARAMS = Params(
+    Param("points", int, 1_000_000, "points on the string", min=3, metavar="N"),
+    Param("steps", int, 1000, "time steps", min=0, metavar="S"),
+    Param("out", PATH, None, "write the final amplitudes", metavar="FILE.npy"),
+    what="wave",
+    group="wave",
+)
 
 
 def run_files(params: dict[str, Any]) -> RunFiles:
@@ -53,13 +48,9 @@ def memory_estimate(params: dict[str, Any], nprocs: int = 1) -> int:
 
 
 def validate(params: dict[str, Any], nprocs: int = 1) -> None:
-    points, steps = int(params.get("points", 0)), int(params.get("steps", 0))
-    if points < 3:
-        raise CloudhpcError(f"--points must be at least 3 (got {points})")
+    points = int(params.get("points", 0))
     if points < nprocs:
         raise CloudhpcError(f"--points {points} is fewer than the {nprocs} ranks")
-    if steps < 0:
-        raise CloudhpcError(f"--steps must be >= 0 (got {steps})")
     check_output_path(params.get("out"), "--out")
 
 
