@@ -19,8 +19,6 @@ from helpers import assert_one_line_error, run_cli
 from cloudhpc.campaign.plan import PlannedRun, cell_label, outline, plan_campaign
 from cloudhpc.campaign.runner import Eta, annotation, campaign_state, run_campaign, to_run
 from cloudhpc.campaign.spec import CampaignFileError, locate, read_campaign
-from cloudhpc.cli.campaign import CliReader
-from cloudhpc.launch.execute import RunRequest
 from cloudhpc.launch.runner import Monitor
 from cloudhpc.procs import tagged
 from cloudhpc.results.campaigns import campaign_records, current_run, run_key
@@ -135,7 +133,7 @@ def test_sigterm_halfway_then_resume_ends_with_exactly_eight_records(tmp_path):
 
 def test_interleaved_order_and_resume_from_the_store(tmp_path):
     campaign = read_campaign(_write(tmp_path, SMALL))
-    plan = plan_campaign(campaign, CliReader(), str(tmp_path / "r"))
+    plan = plan_campaign(campaign, str(tmp_path / "r"))
     order = [(p.repetition, p.cell["env"], p.workload) for p in plan.runs]
     assert order == [
         (1, "native", "pingpong"),
@@ -176,7 +174,7 @@ def test_interleaved_order_and_resume_from_the_store(tmp_path):
 def test_the_cell_runner_can_be_replaced(tmp_path):
     """A submitter (Slurm) replaces LocalRunner: one (cell, repetition) in, its record out."""
     campaign = read_campaign(_write(tmp_path, SMALL))
-    plan = plan_campaign(campaign, CliReader(), str(tmp_path / "r"))
+    plan = plan_campaign(campaign, str(tmp_path / "r"))
     seen = []
 
     class Fake:
@@ -377,7 +375,7 @@ BAD = [
         HEADER + '[[workload]]\nname = "pp"\ncommand = "bench pingpong --sizez 0:8"\n'
         "[matrix]\nenv = ['native']\n",
         4,
-        "workload 'pp' command: cloudhpc: unrecognized arguments: --sizez",
+        "workload 'pp' command: cloudhpc bench pingpong: unrecognized arguments: --sizez",
     ),
     (
         HEADER + '[[workload]]\nname = "x"\ncommand = "demo"\n[matrix]\nenv = ["native"]\n',
@@ -392,8 +390,16 @@ BAD = [
     ),
     (HEADER + PP + "[matrix]\nnprocs = [1]\n", 4, "with nprocs=1:"),
     (HEADER + PP + "[matrix]\nenv = ['nowhere']\n", 4, "with env=nowhere: unknown environment"),
-    (HEADER + PP + "[matrix]\noversubscribe = ['yes']\n", 6, "is a switch: give true or false"),
-    (HEADER + PP + "[matrix]\nnprocs = [true]\n", 6, "takes a value, not true"),
+    (
+        HEADER + PP + "[matrix]\noversubscribe = ['maybe']\n",
+        4,
+        "with oversubscribe=maybe: oversubscribe must be true or false, not 'maybe'",
+    ),
+    (
+        HEADER + PP + "[matrix]\nnprocs = [true]\n",
+        4,
+        "with nprocs=true: nprocs (-n) must be an integer, not True",
+    ),
     (
         HEADER + '[[workload]]\nname = "pp"\ncommand = "bench pingpong -n 2"\n'
         "[matrix]\nnprocs = [2, 4]\n",
@@ -427,7 +433,7 @@ BAD = [
     (
         HEADER + '[[workload]]\nname = "all"\ncommand = "npb all"\n[matrix]\nenv = ["native"]\n',
         4,
-        "runs 5 jobs; a workload is one run",
+        "npb all runs 5 jobs; a workload is one run",
     ),
     (
         HEADER + PP + 'metric = "latency_us@x"\n[matrix]\nenv = ["native"]\n',
@@ -459,7 +465,7 @@ def test_a_workload_names_its_figure_of_merit_and_its_runs_record_it(tmp_path):
 def test_bad_files_are_refused_with_line_and_key(tmp_path, text, line, needle):
     path = _write(tmp_path, text)
     with pytest.raises(CampaignFileError) as e:
-        plan_campaign(read_campaign(path), CliReader(), str(tmp_path / "r"))
+        plan_campaign(read_campaign(path), str(tmp_path / "r"))
     message = str(e.value)
     assert message.startswith(f"{path}:{line}: " if line else f"{path}: "), message
     assert needle in message, message
@@ -516,28 +522,15 @@ def test_locate_keys_in_tables_and_arrays_of_tables():
     assert cell_label({"nprocs": 2, "oversubscribe": True}) == "nprocs=2 oversubscribe=true"
 
 
-def test_collecting_runs_nothing_and_the_reader_names_options(tmp_path):
-    reader = CliReader()
-    opts = reader.options(["run", "kmeans", "--generate"])
-    assert opts["--np"] is opts["-n"] and not opts["--np"].flag
-    assert opts["--oversubscribe"].flag and "--instance" in opts and "--k" in opts
-    (req,) = reader.requests(
-        [
-            "run",
-            "kmeans",
-            "--generate",
-            "--n",
-            "100",
-            "--k",
-            "2",
-            "-n",
-            "2",
-            "--results",
-            str(tmp_path),
-        ]
-    )
-    assert isinstance(req, RunRequest) and req.job.nprocs == 2 and req.job.app == "kmeans"
-    assert list(tmp_path.iterdir()) == []  # nothing ran, nothing was written
+def test_planning_builds_the_jobs_and_runs_nothing(tmp_path):
+    path = _write(tmp_path, HEADER + '[[workload]]\nname = "km"\n'
+                  'command = "run kmeans --generate --n 100 --k 2 -n 2"\n'
+                  "[matrix]\nenv = ['native']\n")  # fmt: skip
+    (run,) = plan_campaign(read_campaign(path), str(tmp_path / "r")).runs
+    job = run.request.job
+    assert job.nprocs == 2 and job.app == "kmeans" and job.params["k"] == 2
+    assert job.params["n"] == 100 and job.params["iterations"] == 20  # the declared default
+    assert not (tmp_path / "r").exists()  # nothing ran, nothing was written
 
 
 # ---- --instance TYPE [--nodes N] --------------------------------------------------------------
@@ -587,7 +580,7 @@ nodes = [2]
 def test_an_instance_not_in_the_price_table_refuses_the_file(tmp_path):
     path = _write(tmp_path, HEADER + PP + "[matrix]\ninstance = ['c5.xlarge', 'm9.huge']\n")
     with pytest.raises(CampaignFileError) as e:
-        plan_campaign(read_campaign(path), CliReader(), str(tmp_path / "r"))
+        plan_campaign(read_campaign(path), str(tmp_path / "r"))
     assert str(e.value).startswith(f"{path}:4: workload 'pp' command: with instance=m9.huge: ")
     assert "'m9.huge' is not in the shipped price table" in str(e.value)
 

@@ -1,9 +1,11 @@
-"""A campaign file -> every run it asks for: each workload's command with each matrix cell's
-options, read by the command line's own parser, in the order they run.
+"""A campaign -> every run it asks for, as checked Jobs, in the order they run.
 
-The parser belongs to the command line (cli/), above this layer: it is handed in as a
-`CommandReader`, which tells which options a command takes and turns a command line into the
-job(s) it would run (its handler's checks included), running nothing.
+Each workload names one job: by its kind and values (`app = "kmeans"`, `params = {...}`) or by
+a command (`run kmeans --k 8 -n 2`, read by launch/jobs.py's read_command from the job's own
+declaration). Each matrix key is a launch option (`nprocs`, `env`, `mpi`, `engine` for `run`
+apps, ...) or one of the job's declared parameters (`k`); a cell's values go over the workload's,
+and launch/jobs.py's job_for builds and checks the Job: the same path, and the same one line for
+a bad value, as the command line and the Python API.
 
 Order: repetition by repetition, and within one repetition every cell, each workload in turn
 (round-robin), so that a machine's drift over the campaign spreads over all cells alike.
@@ -11,46 +13,35 @@ Order: repetition by repetition, and within one repetition every cell, each work
 
 from __future__ import annotations
 
-import dataclasses
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol
+from dataclasses import dataclass, replace
+from typing import Any
 
+from ..analysis.cost import instance_type
 from ..errors import CloudhpcError
 from ..launch.execute import RunRequest
+from ..launch.jobs import COMMANDS, job_for, read_command, request_for, spec_of
+from ..launch.options import LAUNCH, RUNTIME, LaunchOptions
+from ..params import Params
 from ..results.campaigns import Key, cell_text
 from .spec import Campaign, Scalar, Workload
 
-# option strings a campaign decides for all its runs: never in a workload's command
+RUNNABLE = COMMANDS  # the commands a workload may be: each runs one job
+# the command line's own options: never in a workload's command
 RESERVED = {
     "--results": "the campaign's records go where `campaign run --results` says",
     "--json": "a campaign prints its own summary (`campaign run --json`)",
     "--dry-run": "use `campaign run --dry-run` to list the runs",
+    "--submit": "a campaign submits its runs with `campaign run --submit`",
+    "--partition": "give it to `campaign run --submit`",
+    "--time": "give it to `campaign run --submit`",
+    "--account": "give it to `campaign run --submit`",
     "--help": "a workload is a command to run",
+    "-h": "a workload is a command to run",
 }
-# matrix keys that are not `--KEY`
-ALIASES = {"nprocs": "--np", "np": "--np"}
-
-
-@dataclass(frozen=True)
-class Option:
-    """One option of a command: all its spellings, and whether it takes a value."""
-
-    strings: tuple[str, ...]
-    flag: bool  # a switch (--oversubscribe): true or false in the matrix
-
-
-class CommandReader(Protocol):
-    def options(self, words: list[str]) -> dict[str, Option]:
-        """The options the command `words` (after `cloudhpc`) takes, by each spelling;
-        CloudhpcError when it is not a command a campaign can run."""
-        ...
-
-    def requests(self, words: list[str]) -> list[RunRequest]:
-        """The jobs the command would run (after every check its handler makes), running
-        nothing; CloudhpcError with the command's own message when it is refused."""
-        ...
+# matrix keys that are another name of a launch option
+ALIASES = {"np": "nprocs"}
 
 
 @dataclass(frozen=True)
@@ -58,8 +49,8 @@ class PlannedRun:
     workload: str
     cell: dict[str, Scalar]
     repetition: int
-    request: RunRequest | None  # None in an outline (status), whose commands are not read
-    words: tuple[str, ...]  # the command after `cloudhpc`, the cell's options and --results in
+    request: RunRequest | None  # None in an outline (status), whose jobs are not built
+    words: tuple[str, ...]  # the command after `cloudhpc` that runs it, --results included
 
     @property
     def key(self) -> Key:
@@ -78,6 +69,22 @@ class CampaignPlan:
     runs: tuple[PlannedRun, ...]  # every run of the campaign, in the order they run
 
 
+@dataclass(frozen=True)
+class WorkloadJob:
+    """A workload read: the job it runs, its values and its launch options (by name)."""
+
+    name: str
+    values: dict[str, Any]
+    launch: dict[str, Any]
+    words: tuple[str, ...] | None  # its command's words, for a workload given as a command
+
+    @property
+    def takes(self) -> tuple[Params, ...]:
+        """The launch options it takes: `run` apps' engine settings too."""
+        run = spec_of(self.name).command.startswith("run ")
+        return (LAUNCH, RUNTIME) if run else (LAUNCH,)
+
+
 def cell_label(cell: dict[str, Scalar]) -> str:
     """`nprocs=2 env=vm-net`: a cell as people write it."""
     return " ".join(f"{k}={_word(v)}" for k, v in cell.items())
@@ -88,96 +95,85 @@ def _word(v: Scalar) -> str:
 
 
 def run_count(campaign: Campaign) -> tuple[int, int]:
-    """(runs, (workload, cell) pairs) the campaign makes, without reading a command."""
+    """(runs, (workload, cell) pairs) the campaign makes, without building a job."""
     pairs = sum(len(campaign.cells(w.name)) for w in campaign.workloads)
     return pairs * campaign.repetitions, pairs
 
 
 def plan_campaign(
     campaign: Campaign,
-    reader: CommandReader,
     results: str,
     progress: Callable[[int, int], None] | None = None,
 ) -> CampaignPlan:
-    """Every run of the campaign, each command read and checked: the first problem is raised as
+    """Every run of the campaign, each job built and checked: the first problem is raised as
     CampaignFileError naming the file's line and key, before anything runs. `progress(done,
-    total)` after each (workload, cell) read."""
+    total)` after each (workload, cell)."""
     cells = campaign.cells()
     per_workload = {w.name: campaign.cells(w.name) for w in campaign.workloads}
     total, done = sum(len(c) for c in per_workload.values()), 0
     requests: dict[tuple[str, str], tuple[RunRequest, tuple[str, ...]]] = {}
     for w in campaign.workloads:
-        words = _words(campaign, w)
-        try:
-            options = reader.options(words)
-        except CloudhpcError as e:
-            raise campaign.error(str(e), "workload", "command", w.index) from None
-        given = _given_options(campaign, w, words, options)
-        spelled = {key: _matrix_option(campaign, w, key, options, given) for key in campaign.matrix}
-        _once_each(campaign, spelled)
+        read = read_workload(campaign, w)
+        where = {key: _matrix_key(campaign, w, read, key) for key in campaign.matrix}
+        _once_each(campaign, where)
+        bare_error: list[str | None] = []  # the workload's own problem, found at most once
         for cell in per_workload[w.name]:
             done += 1
             if progress is not None:
                 progress(done, total)
-            argv = [*words, *_cell_words(campaign, cell, spelled), "--results", results]
+            values, launch = dict(read.values), dict(read.launch)
+            for key, value in cell.items():
+                kind, name = where[key]
+                (launch if kind == "launch" else values)[name] = value
             try:
-                found = reader.requests(argv)
+                words = _command(read, values, launch, cell, where, results)
+                job = _job(read.name, values, launch, results, shlex.join(["cloudhpc", *words]))
             except CloudhpcError as e:
-                where = (
-                    f"with {cell_label(cell)}: " if _cells_fault(reader, words, results, e) else ""
-                )
-                raise campaign.error(f"{where}{e}", "workload", "command", w.index) from None
-            if len(found) != 1:
-                raise campaign.error(
-                    f"runs {len(found)} jobs; a workload is one run (name one kernel, one "
-                    "benchmark: one workload each)",
-                    "workload",
-                    "command",
-                    w.index,
-                )
-            request = found[0]
-            job = dataclasses.replace(request.job, command_line=shlex.join(["cloudhpc", *argv]))
-            requests[(w.name, cell_text(cell))] = (
-                dataclasses.replace(request, job=job),
-                tuple(argv),
-            )
+                if not bare_error:
+                    bare_error.append(_bare_error(read, results))
+                prefix = f"with {cell_label(cell)}: " if str(e) != bare_error[0] else ""
+                raise _workload_error(campaign, w, f"{prefix}{e}") from None
+            requests[(w.name, cell_text(cell))] = (request_for(job), words)
     runs = []
     for rep in range(1, campaign.repetitions + 1):
         for cell in cells:
             for w in campaign.workloads:
                 if (w.name, cell_text(cell)) in requests:  # not excluded for this workload
-                    request, argv = requests[(w.name, cell_text(cell))]
-                    runs.append(PlannedRun(w.name, dict(cell), rep, request, argv))
+                    request, words = requests[(w.name, cell_text(cell))]
+                    runs.append(PlannedRun(w.name, dict(cell), rep, request, words))
     return CampaignPlan(campaign, results, tuple(cells), tuple(runs))
 
 
-def _once_each(c: Campaign, spelled: dict[str, tuple[str, Option]]) -> None:
-    """Two matrix keys that are one option (`nprocs` and `np`, `ray_address` and
-    `ray-address`) would run every cell with the last one alone, recorded under both."""
-    seen: dict[tuple[str, ...], str] = {}
-    for key, (spelling, option) in spelled.items():
-        if option.strings in seen:
-            raise c.error(
-                f"{seen[option.strings]} and {key} are the same option ({spelling}): give it once",
-                "matrix",
-                key,
-            )
-        seen[option.strings] = key
-
-
-def _cells_fault(
-    reader: CommandReader, words: list[str], results: str, error: CloudhpcError
-) -> bool:
-    """Whether the cell's options made the command fail (it fails otherwise without them)."""
+def read_workload(c: Campaign, w: Workload) -> WorkloadJob:
+    """The job a workload runs, its values and launch options (a command read by the job's
+    declaration; its own options refused with why)."""
+    if w.job is not None:
+        return WorkloadJob(w.job, dict(w.params), dict(w.launch), None)
     try:
-        reader.requests([*words, "--results", results])
-    except CloudhpcError as bare:
-        return str(bare) != str(error)
-    return True
+        words = shlex.split(w.command)
+    except ValueError as e:  # an unclosed quote
+        raise c.error(f"cannot split into words: {e}", "workload", "command", w.index) from None
+    if words and words[0] == "cloudhpc":
+        words = words[1:]
+    if not words:
+        raise c.error("give the command after `cloudhpc`", "workload", "command", w.index)
+    for word in words:
+        option = word.partition("=")[0] if word.startswith("--") else word
+        if option in RESERVED:
+            raise c.error(f"{option} is not for a workload: {RESERVED[option]}", "workload",
+                          "command", w.index)  # fmt: skip
+    if words[0] not in RUNNABLE:
+        raise c.error(f"`{words[0]}` is not a command a campaign runs (one of: "
+                      f"{', '.join(RUNNABLE)})", "workload", "command", w.index)  # fmt: skip
+    try:
+        name, values, launch = read_command(words)
+    except CloudhpcError as e:
+        raise c.error(str(e), "workload", "command", w.index) from None
+    return WorkloadJob(name, values, launch, tuple(words))
 
 
 def outline(campaign: Campaign, results: str) -> CampaignPlan:
-    """The campaign's runs in order, without reading their commands (what `status` needs)."""
+    """The campaign's runs in order, without building their jobs (what `status` needs)."""
     cells = campaign.cells()
     included = {(w.name, cell_text(c)) for w in campaign.workloads for c in campaign.cells(w.name)}
     runs = [
@@ -190,104 +186,94 @@ def outline(campaign: Campaign, results: str) -> CampaignPlan:
     return CampaignPlan(campaign, results, tuple(cells), tuple(runs))
 
 
-def _words(c: Campaign, w: Workload) -> list[str]:
+def _job(name: str, values: dict, launch: dict, results: str, command: str):
+    opts = LaunchOptions.from_values(launch, results=results, command_line=command)
+    opts = replace(opts, instance=instance_type(opts.instance, opts.prices))
+    return job_for(name, values, opts)
+
+
+def _bare_error(read: WorkloadJob, results: str) -> str | None:
+    """The workload's own problem, without any cell's values (None: it has none)."""
     try:
-        words = shlex.split(w.command)
-    except ValueError as e:  # an unclosed quote
-        raise c.error(f"cannot split into words: {e}", "workload", "command", w.index) from None
-    if words and words[0] == "cloudhpc":
-        words = words[1:]
-    if not words:
-        raise c.error("give the command after `cloudhpc`", "workload", "command", w.index)
-    return words
+        _job(read.name, read.values, read.launch, results, "")
+    except CloudhpcError as e:
+        return str(e)
+    return None
 
 
-def _resolve(word: str, options: dict[str, Option]) -> tuple[str, Option] | None:
-    """The option a word of a command line spells (exactly, `--opt=value`, `-nVALUE`, or a
-    unique prefix of a long option, as argparse reads it); None for a value."""
-    if not word.startswith("-") or word == "-" or _is_number(word):
-        return None
-    if word.startswith("--"):
-        name = word.split("=", 1)[0]
-        if name in options:
-            return name, options[name]
-        matches = {o.strings: (s, o) for s, o in options.items() if s.startswith(name)}
-        return next(iter(matches.values())) if len(matches) == 1 else None
-    short = word[:2]
-    return (short, options[short]) if short in options else None
+def _workload_error(c: Campaign, w: Workload, problem: str):
+    key = "command" if w.job is None else "params"
+    return c.error(problem, "workload", key, w.index)
 
 
-def _is_number(word: str) -> bool:
-    try:
-        float(word)
-    except ValueError:
-        return False
-    return True
-
-
-def _given_options(
-    c: Campaign, w: Workload, words: list[str], options: dict[str, Option]
-) -> set[tuple[str, ...]]:
-    """The options the workload's command sets itself; the campaign's own are refused."""
-    given = set()
-    for word in words:
-        found = _resolve(word, options)
-        if found is None and word in ("-h", "--help"):
-            found = (word, Option(("-h", "--help"), True))
-        if found is None:
-            continue
-        for spelling in found[1].strings:
-            if spelling in RESERVED:
-                raise c.error(
-                    f"{spelling} is not for a workload: {RESERVED[spelling]}",
-                    "workload",
-                    "command",
-                    w.index,
-                )
-        given.add(found[1].strings)
-    return given
-
-
-def _matrix_option(
-    c: Campaign,
-    w: Workload,
-    key: str,
-    options: dict[str, Option],
-    given: set[tuple[str, ...]],
-) -> tuple[str, Option]:
-    """How the matrix's `key` is spelled on the workload's command line (`nprocs` -> --np,
-    `ray_address` -> --ray-address, `k` -> --k)."""
-    spelling = ALIASES.get(key) or "--" + key.replace("_", "-")
-    option = options.get(spelling)
-    if option is None:
+def _matrix_key(c: Campaign, w: Workload, read: WorkloadJob, key: str) -> tuple[str, str]:
+    """Where the matrix's `key` goes for this workload: ("launch", option) or ("param", name);
+    refused when the workload takes no such option or sets it itself."""
+    name = ALIASES.get(key, key)
+    spec = spec_of(read.name)
+    if any(name in params for params in read.takes):
+        kind = "launch"
+    elif (p := spec.params.find(key)) is not None:
+        kind, name = "param", p.name
+    else:
+        spelling = "--" + key.replace("_", "-")
+        if name in RUNTIME:
+            spelling = RUNTIME[name].option_strings[-1]
+        raise c.error(f"workload {w.name!r} ({w.command}) takes no {spelling}", "matrix", key)
+    given = read.launch if kind == "launch" else read.values
+    if name in given:
+        what = "its command" if read.words is not None else "its table"
         raise c.error(
-            f"workload {w.name!r} ({w.command}) takes no {spelling}",
+            f"workload {w.name!r} sets {_spelling(read, kind, name)} in {what} too: keep it in "
+            "one place",
             "matrix",
             key,
         )
-    if spelling in RESERVED or any(s in RESERVED for s in option.strings):
-        raise c.error(f"{spelling} is not a matrix option: {RESERVED[spelling]}", "matrix", key)
-    if option.strings in given:
-        raise c.error(
-            f"workload {w.name!r} sets {spelling} in its command too: keep it in one place",
-            "matrix",
-            key,
-        )
-    return spelling, option
+    return kind, name
 
 
-def _cell_words(
-    c: Campaign, cell: dict[str, Scalar], spelled: dict[str, tuple[str, Option]]
-) -> list[str]:
-    words: list[str] = []
-    for key, value in cell.items():
-        spelling, option = spelled[key]
-        if option.flag:
-            if not isinstance(value, bool):
-                raise c.error(f"{spelling} is a switch: give true or false", "matrix", key)
-            words += [spelling] if value else []
-        elif isinstance(value, bool):
-            raise c.error(f"{spelling} takes a value, not {_word(value)}", "matrix", key)
-        else:
-            words += [spelling, str(value)]
-    return words
+def _spelling(read: WorkloadJob, kind: str, name: str) -> str:
+    params = [*read.takes] if kind == "launch" else [spec_of(read.name).params]
+    for ps in params:
+        if name in ps and ps[name].option_strings:
+            return ps[name].option_strings[-1]
+    return name
+
+
+def _once_each(c: Campaign, where: dict[str, tuple[str, str]]) -> None:
+    """Two matrix keys that are one option (`nprocs` and `np`) would run every cell with the
+    last one alone, recorded under both."""
+    seen: dict[tuple[str, str], str] = {}
+    for key, target in where.items():
+        if target in seen:
+            raise c.error(
+                f"{seen[target]} and {key} are the same option: give it once", "matrix", key
+            )
+        seen[target] = key
+
+
+def _command(
+    read: WorkloadJob,
+    values: dict[str, Any],
+    launch: dict[str, Any],
+    cell: dict[str, Scalar],
+    where: dict[str, tuple[str, str]],
+    results: str,
+) -> tuple[str, ...]:
+    """The command (after `cloudhpc`) that runs this cell of the workload: a command's words
+    and the cell's, or the words of a workload's values."""
+    from ..launch.jobs import command_words
+
+    if read.words is None:
+        words = command_words(read.name, values, launch)
+    else:
+        words = list(read.words)
+        spec = spec_of(read.name)
+        for key, value in cell.items():
+            kind, name = where[key]
+            if kind == "param":
+                words += spec.params.to_words(spec.params.given({name: value}), all_values=True)
+            else:
+                ps = LAUNCH if name in LAUNCH else RUNTIME
+                words += ps.to_words(ps.given({name: value}), all_values=True)
+    return (*words, "--results", results)

@@ -18,10 +18,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from ..errors import CloudhpcError
 from ..launch.execute import run_job
 from ..launch.runner import Monitor
-from ..results.campaigns import Key, campaign_records, campaign_runs, latest_by_key
+from ..results.campaigns import Key, campaign_records, campaign_runs, latest_by_key, new_run_id
 from ..results.record import Record, as_record
+from ..results.store import load_records
 from .plan import CampaignPlan, PlannedRun
 
 
@@ -108,6 +110,50 @@ def campaign_state(plan: CampaignPlan, records: Sequence[dict]) -> State:
     mine = campaign_records(records, name, current) if current else []
     older = sum(n for run, n in runs.items() if run != current)
     return State(current, latest_by_key(mine), older)
+
+
+def load_state(plan: CampaignPlan) -> tuple[State, list[Record]]:
+    """Where the campaign stands in its results store, and the store's records."""
+    try:
+        records = load_records(plan.results)
+    except CloudhpcError:  # no results directory yet: nothing done
+        records = []
+    return campaign_state(plan, records), records
+
+
+@dataclass
+class Selection:
+    """What a `campaign run` does: the state it starts from, the runs still to do, and the
+    campaign run (run id) their records belong to."""
+
+    state: State
+    records: list[Record]
+    todo: list[PlannedRun]
+    run_id: str
+
+
+def select_runs(
+    plan: CampaignPlan,
+    *,
+    fresh: bool = False,
+    retry_failed: bool = False,
+    run_id: str | None = None,
+) -> Selection:
+    """The runs to do: those missing from the campaign's current run (and with `retry_failed`
+    those whose latest record failed); `fresh` starts a new campaign run. The run that counts is
+    the newest with records or with jobs submitted to Slurm (not yet recorded), or `run_id`."""
+    from .slurm import submitted_run
+
+    state, records = load_state(plan)
+    newest = state.run_id  # a fresh run's id must sort after it
+    if fresh:
+        state = State(None, {}, state.older_records + len(state.done))
+    todo = to_run(plan, state, retry_failed)
+    runs = [state.run_id, run_id]
+    if not fresh:
+        runs.append(submitted_run(plan.results, plan.campaign.name))
+    chosen = max((r for r in runs if r), default=None) or new_run_id(after=newest)
+    return Selection(state, records, todo, chosen)
 
 
 def to_run(plan: CampaignPlan, state: State, retry_failed: bool = False) -> list[PlannedRun]:

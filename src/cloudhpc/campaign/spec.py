@@ -1,24 +1,31 @@
-"""A campaign file: what to run (workloads), over which launch options (the matrix), how often.
+"""A campaign: what to run (workloads), over which launch options (the matrix), how often; from
+a TOML file or, with the same keys, from Python (api/campaigns.py).
 
     name = "kmeans-runtimes"
     repetitions = 3
     [[workload]]
     name = "kmeans"
-    command = "run kmeans --generate --n 200000 --k 8 --iterations 10"
-    metric = "total_s"            # optional: its figure of merit (analysis/merit.py otherwise)
+    app = "kmeans"                        # or bench = "pingpong", npb = "cg"
+    params = { generate = true, n = 200000, k = 8, iterations = 10 }
+    metric = "total_s"                    # optional: its figure of merit (analysis/merit.py)
+    [[workload]]
+    name = "ep"
+    command = "npb ep --class S"          # or a command, as typed after `cloudhpc`
     [matrix]
     nprocs = [1, 2]
     env = ["native", "vm-net"]
 
 Read with tomllib. Every problem is refused before anything runs, as one line naming the file,
-the line and the key (`campaign.toml:9: [matrix] env: ...`). The commands themselves are read by
-the command line's own parser later (plan.py), with the same kind of message.
+the line and the key (`campaign.toml:9: [matrix] env: ...`): a workload's values are checked
+here by the job's own declaration (params.py), the same check as the command line's; commands
+are read, and the jobs checked, by plan.py, with the same kind of message.
 """
 
 from __future__ import annotations
 
 import itertools
 import re
+import shlex
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +34,9 @@ from typing import Any
 from ..errors import CloudhpcError
 
 TOP_KEYS = ("name", "description", "repetitions", "workload", "matrix", "exclude")
-WORKLOAD_KEYS = ("name", "command", "metric")
+# what a workload runs: a command, or a job named by its kind
+KINDS = {"app": "{}", "bench": "bench.{}", "npb": "npb"}
+WORKLOAD_KEYS = ("name", "command", *KINDS, "params", "metric")
 Scalar = str | int | float | bool
 
 
@@ -38,16 +47,19 @@ class CampaignFileError(CloudhpcError):
 @dataclass(frozen=True)
 class Workload:
     name: str
-    command: str
+    command: str  # as the file gives it; for a job named by its kind, the command that runs it
     index: int  # its place among the file's [[workload]] tables
     # the figure of merit reports chart it in (`metric = "latency_us@8"`, as `results compare
     # --metric` reads it); None: the workload's own (analysis/merit.py)
     metric: str | None = None
+    job: str | None = None  # the job (kmeans, bench.pingpong, npb) when named by its kind
+    params: dict[str, Any] = field(default_factory=dict)  # its values, by declared name
+    launch: dict[str, Any] = field(default_factory=dict)  # launch options of this workload
 
 
 @dataclass(frozen=True)
 class Campaign:
-    path: Path
+    path: Path | None  # None: made in Python
     name: str
     repetitions: int
     workloads: tuple[Workload, ...]
@@ -71,20 +83,28 @@ class Campaign:
     def where(self, table: str | None = None, key: str | None = None, index: int = 0) -> str:
         """`FILE:LINE` of `key` in `table` (the index-th of an array of tables), or of the
         table's header; `FILE` alone when the line cannot be found."""
+        if self.path is None:  # made in Python: no file, no line
+            return f"campaign {self.name!r}" if self.name else "campaign"
         line = locate(self.text, table, key, index)
         return f"{self.path}:{line}" if line else str(self.path)
 
     def error(
-        self, problem: str, table: str | None = None, key: str | None = None, index: int = 0
+        self,
+        problem: str,
+        table: str | None = None,
+        key: str | None = None,
+        index: int = 0,
+        shown: str | None = None,
     ) -> CampaignFileError:
-        """`FILE:LINE: [table] key: problem` (a workload named by its name, once it has one)."""
+        """`FILE:LINE: [table] key: problem` (a workload named by its name, once it has one;
+        `shown`: the key as the label says it, `params.k`, when it is not `key`)."""
         label = f"[{table}]" if table else ""
         if table == "exclude":
             label = f"[[exclude]] {index + 1}"
         if table == "workload":
             named = self.workloads[index].name if index < len(self.workloads) else None
             label = f"workload {named!r}" if named else f"[[workload]] {index + 1}"
-        label = " ".join(x for x in (label, key) if x)
+        label = " ".join(x for x in (label, shown or key) if x)
         where = self.where(table, key, index)
         return CampaignFileError(f"{where}: {label}: {problem}" if label else f"{where}: {problem}")
 
@@ -159,7 +179,14 @@ def read_campaign(path: str | Path) -> Campaign:
         line = m.group(1) if m else len(text.splitlines())
         where = f"{path}:{line}" if "end of document" in str(e) or m else str(path)
         raise CampaignFileError(f"{where}: not a TOML file: {msg}") from None
+    return campaign_from_data(data, path, text)
+
+
+def campaign_from_data(data: dict[str, Any], path: Path | None = None, text: str = "") -> Campaign:
+    """A campaign from its keys (a TOML file's, or the same given in Python), checked."""
     shell = Campaign(path, "", 1, (), {}, text=text)
+    if not isinstance(data, dict):
+        raise shell.error("a campaign is a table of name, workload, matrix, ...")
     for key in data:
         if key not in TOP_KEYS:
             raise shell.error(
@@ -172,6 +199,7 @@ def read_campaign(path: str | Path) -> Campaign:
         raise shell.error("give the campaign a name (a non-empty string)", key="name")
     if any(not c.isprintable() for c in name):
         raise shell.error("the name must be printable text on one line", key="name")
+    shell = Campaign(path, name.strip(), 1, (), {}, text=text)
     description = data.get("description", "")
     if not isinstance(description, str):
         raise shell.error("a string", key="description")
@@ -179,7 +207,7 @@ def read_campaign(path: str | Path) -> Campaign:
     if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
         raise shell.error(f"a whole number >= 1, not {reps!r}", key="repetitions")
     workloads = _workloads(shell, data.get("workload"))
-    shell = Campaign(path, "", 1, workloads, {}, text=text)
+    shell = Campaign(path, name.strip(), 1, workloads, {}, text=text)
     matrix = _matrix(shell, data.get("matrix"))
     shell = Campaign(path, name.strip(), reps, workloads, matrix, description, text=text)
     exclude = _exclude(shell, data.get("exclude"))
@@ -197,27 +225,16 @@ def _workloads(c: Campaign, tables: Any) -> tuple[Workload, ...]:
     found: list[Workload] = []
     names: set[str] = set()
     for i, t in enumerate(tables):
-        for key in t:
-            if key not in WORKLOAD_KEYS:
-                raise c.error(
-                    "unknown key (a workload has name, command and optionally metric)",
-                    "workload",
-                    key,
-                    i,
-                )
-        name, command = t.get("name"), t.get("command")
+        name = t.get("name")
         if not isinstance(name, str) or not name.strip():
             raise c.error("give the workload a name (a non-empty string)", "workload", "name", i)
         if any(not ch.isprintable() for ch in name):
             raise c.error("the name must be printable text on one line", "workload", "name", i)
         if name in names:
             raise c.error(f"a second workload named {name!r}", "workload", "name", i)
-        if not isinstance(command, str) or not command.strip():
-            raise c.error(
-                "give the command, as you would type it after `cloudhpc`", "workload", "command", i
-            )
         names.add(name)
-        found.append(Workload(name, command.strip(), i, _metric(c, t.get("metric"), i)))
+        found.append(_workload(Campaign(c.path, c.name, 1, (*found, Workload(name, "", i)), {},
+                                        text=c.text), t, name, i))  # fmt: skip
     return tuple(found)
 
 
@@ -239,6 +256,64 @@ def _metric(c: Campaign, value: Any, i: int) -> str | None:
         return parse_metric(value).name
     except CloudhpcError as e:
         raise c.error(str(e).replace("--metric ", ""), "workload", "metric", i) from None
+
+
+def _workload(c: Campaign, t: dict[str, Any], name: str, i: int) -> Workload:
+    """One [[workload]]: a command, or a job named by its kind (app, bench or npb) with its
+    params and launch options, each value checked by the job's declaration."""
+    from ..launch.jobs import command_words, spec_of
+    from ..launch.options import LAUNCH, RUNTIME
+
+    launch_keys = {*LAUNCH.names, *RUNTIME.names, "np"}
+    kinds = [k for k in KINDS if k in t]
+    for key in t:
+        if key not in WORKLOAD_KEYS and not (kinds and key in launch_keys):
+            raise c.error(
+                "unknown key (a workload has name and command, or app, bench or npb with "
+                "params and launch options; optionally metric)",
+                "workload", key, i,
+            )  # fmt: skip
+    metric = _metric(c, t.get("metric"), i)
+    command = t.get("command")
+    if "command" in t or not kinds:
+        if kinds or "params" in t:
+            raise c.error("give a command, or app/bench/npb with params: not both",
+                          "workload", "command", i)  # fmt: skip
+        if not isinstance(command, str) or not command.strip():
+            raise c.error("give the command, as you would type it after `cloudhpc` (or app = "
+                          "NAME with its params)", "workload", "command", i)  # fmt: skip
+        return Workload(name, command.strip(), i, metric)
+    if len(kinds) > 1:
+        raise c.error(f"a workload runs one job: give one of {', '.join(kinds)}",
+                      "workload", kinds[1], i)  # fmt: skip
+    kind = kinds[0]
+    what = t[kind]
+    if not isinstance(what, str) or not what.strip():
+        raise c.error(f"the {kind} to run, by name (a string)", "workload", kind, i)
+    job = KINDS[kind].format(what.strip())
+    params = t.get("params", {})
+    if kind == "npb":  # npb = "cg": the kernel
+        params = {"kernel": what.strip(), **(params if isinstance(params, dict) else {})}
+    if not isinstance(params, dict):
+        raise c.error("a table of the job's parameters (params = { k = 8 })", "workload",
+                      "params", i)  # fmt: skip
+    try:
+        spec = spec_of(job)
+    except CloudhpcError as e:
+        raise c.error(str(e), "workload", kind, i) from None
+    for key, value in params.items():  # the job's own declaration checks each value
+        try:
+            spec.params.given({key: value})
+        except CloudhpcError as e:
+            raise c.error(str(e), "workload", "params", i, shown=f"params.{key}") from None
+    launch = {("nprocs" if k == "np" else k): v for k, v in t.items() if k in launch_keys}
+    for key, value in launch.items():
+        try:
+            (LAUNCH if key in LAUNCH else RUNTIME).given({key: value})
+        except CloudhpcError as e:
+            raise c.error(str(e), "workload", key, i) from None
+    command = shlex.join(command_words(job, params, launch))  # what it runs, for the records
+    return Workload(name, command, i, metric, job, dict(params), launch)
 
 
 def _matrix(c: Campaign, table: Any) -> dict[str, tuple[Scalar, ...]]:

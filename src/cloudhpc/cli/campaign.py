@@ -1,9 +1,8 @@
 """`cloudhpc campaign run|status FILE.toml`: a matrix of runs, interleaved and resumable.
 
-The campaign layer (cloudhpc/campaign/) plans and runs; this module reads each workload's
-command with the command line's own parser and handler (CliReader: they build the job and make
-every check, and cli/common.execute hands the job over instead of running it), and shows the
-campaign: a progress bar with an ETA, a line per run, a summary table.
+The campaign layer (cloudhpc/campaign/) reads, plans (every job built and checked from the jobs'
+declarations, as the command line builds its own) and runs; this module shows the campaign: a
+progress bar with an ETA, a line per run, a summary table.
 """
 
 from __future__ import annotations
@@ -14,38 +13,27 @@ import time
 from collections.abc import Sequence
 
 from ..campaign.lock import campaign_lock
-from ..campaign.plan import (
-    CampaignPlan,
-    Option,
-    PlannedRun,
-    cell_label,
-    plan_campaign,
-    run_count,
-)
+from ..campaign.plan import CampaignPlan, PlannedRun, cell_label, plan_campaign, run_count
 from ..campaign.runner import (
     Eta,
     State,
-    campaign_state,
     changed_commands,
     command_of,
+    load_state,
     run_campaign,
+    select_runs,
     summary_rows,
-    to_run,
 )
 from ..campaign.spec import read_campaign
 from ..errors import CloudhpcError
 from ..jsontext import print_json
-from ..launch.execute import RunRequest
 from ..launch.runner import Monitor
-from ..results.campaigns import campaign_records, new_run_id
+from ..results.campaigns import campaign_records
 from ..results.record import as_record
-from ..results.store import check_writable, load_records
-from .common import DEFAULT_RESULTS, collecting
-from .parser import add_subparser, raising_errors
+from ..results.store import check_writable
+from .common import DEFAULT_RESULTS
+from .parser import add_subparser
 from .ui import err, print_table, progress_bar
-
-# the commands a workload may be: each runs one job through cli/common.execute
-RUNNABLE = ("run", "npb", "bench")
 
 FILE_FORMAT = """\
 A campaign file (TOML):
@@ -53,15 +41,16 @@ A campaign file (TOML):
   name = "kmeans-runtimes"          # its records carry campaign.name
   description = "..."               # optional
   repetitions = 3                   # each (workload, cell) this many times (default 1)
-  [[workload]]                      # one or more
+  [[workload]]                      # one or more: a job and its parameters,
   name = "kmeans"
-  command = "run kmeans --generate --n 200000 --k 8 --iterations 10"
-  [[workload]]
+  app = "kmeans"                    # (bench = "pingpong", npb = "cg")
+  params = { generate = true, n = 200000, k = 8, iterations = 10 }
+  [[workload]]                      # or a command, as typed after `cloudhpc`
   name = "ep"
   command = "npb ep --class S"
-  [matrix]                          # any option the commands take, a list of values each
+  [matrix]                          # launch options and the jobs' parameters, values each
   nprocs = [1, 2]                   # -n
-  env = ["native", "vm-net"]        # also: mpi, engine, layout, hosts, instance, nodes, ...
+  env = ["native", "vm-net"]        # also: mpi, engine, layout, hosts, instance, nodes, k ...
   [[exclude]]                       # optional: cells left out (all their options match;
   nprocs = 1                        # a value or a list each; `workload = "ep"` for one only)
   env = "vm-net"
@@ -159,61 +148,6 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
 
 def _results(p: argparse.ArgumentParser) -> None:
     p.add_argument("--results", default=DEFAULT_RESULTS, metavar="DIR", help="results directory")
-
-
-# ---- reading workload commands with the real parser --------------------------------------
-
-
-class CliReader:
-    """The campaign's CommandReader: cloudhpc's own parser and handlers. The parser of a
-    command depends only on its first two words (`run kmeans`: main.build_parser builds that
-    subcommand and app alone), so one is built per workload, not per cell (8 ms each)."""
-
-    def __init__(self) -> None:
-        self._parsers: dict[tuple[str, ...], argparse.ArgumentParser] = {}
-
-    def _parser(self, words: list[str]) -> argparse.ArgumentParser:
-        from .main import build_parser
-
-        key = tuple(words[:2])
-        if key not in self._parsers:
-            self._parsers[key] = build_parser(list(key))
-        return self._parsers[key]
-
-    def options(self, words: list[str]) -> dict[str, Option]:
-        if words[0] not in RUNNABLE:
-            raise CloudhpcError(
-                f"`{words[0]}` is not a command a campaign runs (one of: {', '.join(RUNNABLE)})"
-            )
-        leaf = _leaf(self._parser(words), words)
-        found = {}
-        for action in leaf._actions:
-            option = Option(tuple(action.option_strings), action.nargs == 0)
-            for spelling in action.option_strings:
-                found[spelling] = option
-        return found
-
-    def requests(self, words: list[str]) -> list[RunRequest]:
-        with raising_errors(), collecting() as found:
-            args = self._parser(words).parse_args(words)
-            args.handler(args)
-        return found
-
-
-def _leaf(parser: argparse.ArgumentParser, words: list[str]) -> argparse.ArgumentParser:
-    """The (sub)parser that reads the command's options: `run kmeans` -> kmeans' parser."""
-    current, rest = parser, list(words)
-    while True:
-        sub = next((a for a in current._actions if isinstance(a, argparse._SubParsersAction)), None)
-        if sub is None:
-            return current
-        name = next((w for w in rest if not w.startswith("-")), None)
-        if name is None or name not in sub.choices:
-            what = sub.metavar or "command"
-            known = ", ".join(sub.choices)
-            given = f"unknown {what.lower()} {name!r}" if name else f"no {what.lower()}"
-            raise CloudhpcError(f"{current.prog}: {given} (known: {known})")
-        current, rest = sub.choices[name], rest[rest.index(name) + 1 :]
 
 
 # ---- showing a campaign ----------------------------------------------------------------------
@@ -326,14 +260,6 @@ class Display:
 # ---- the actions -----------------------------------------------------------------------------
 
 
-def _state(plan: CampaignPlan) -> tuple[State, list[dict]]:
-    try:
-        records = load_records(plan.results)
-    except CloudhpcError:  # no results directory yet: nothing done
-        records = []
-    return campaign_state(plan, records), records
-
-
 class PlanningProgress:
     """Reading every workload's command for every cell takes ~2 ms a cell: a campaign of more
     than SAY_RUNS runs, or one whose reading takes more than SAY_AFTER_S, says how many runs it
@@ -392,7 +318,7 @@ def handle_run(args: argparse.Namespace) -> int:
     campaign = read_campaign(args.file)
     planning = PlanningProgress(campaign)
     try:
-        plan = plan_campaign(campaign, CliReader(), args.results, progress=planning)
+        plan = plan_campaign(campaign, args.results, progress=planning)
     finally:
         planning.close()
     if args.run_index is not None:
@@ -416,19 +342,11 @@ def handle_run(args: argparse.Namespace) -> int:
 def _run_or_submit(plan: CampaignPlan, args: argparse.Namespace, opts) -> int:
     """The campaign's missing runs, run here or submitted (under the campaign's lock, but for
     --dry-run)."""
-    from ..campaign import slurm as batch_campaign
 
     campaign = plan.campaign
-    state, records = _state(plan)
-    newest = state.run_id  # a fresh run's id must sort after it
-    if args.fresh:
-        state = State(None, {}, state.older_records + len(state.done))
-    todo = to_run(plan, state, args.retry_failed)
-    # the run that counts: the newest with records or with jobs submitted (not yet recorded)
-    runs = [state.run_id, args.run_id]
-    if not args.fresh:
-        runs.append(batch_campaign.submitted_run(plan.results, campaign.name))
-    run_id = max((r for r in runs if r), default=None) or new_run_id(after=newest)
+    picked = select_runs(plan, fresh=args.fresh, retry_failed=args.retry_failed,
+                         run_id=args.run_id)  # fmt: skip
+    state, records, todo, run_id = picked.state, picked.records, picked.todo, picked.run_id
     _warn_changed(plan, state)
     if args.submit:
         return _submit(plan, state, todo, run_id, opts, args)
@@ -472,7 +390,7 @@ def _run_or_submit(plan: CampaignPlan, args: argparse.Namespace, opts) -> int:
         raise
     finally:
         show.close()
-    final, _ = _state(plan)
+    final, _ = load_state(plan)
     rows = summary_rows(plan, final)
     failed = sum(r["failed"] for r in rows)
     if args.json:
@@ -644,7 +562,7 @@ def handle_status(args: argparse.Namespace) -> int:
 
     campaign = read_campaign(args.file)
     plan = outline(campaign, args.results)
-    state, _ = _state(plan)
+    state, _ = load_state(plan)
     _warn_changed(plan, state)
     rows = summary_rows(plan, state)
     if args.json:

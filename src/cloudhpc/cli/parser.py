@@ -4,38 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 
-from ..errors import CloudhpcError
 from ..visible import visible
-
-# True while a command line is read for a campaign (cli/campaign.py): errors are raised, not
-# printed with an exit, so that the campaign names its file's line
-_raising: ContextVar[bool] = ContextVar("raising", default=False)
-
-
-class CommandLineError(CloudhpcError):
-    """A command line its parser refuses (raised inside `raising_errors()`)."""
 
 
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
-        if _raising.get():
-            raise CommandLineError(f"{self.prog}: {message}")
         print(f"{self.prog}: error: {visible(message)} (see --help)", file=sys.stderr)
         sys.exit(2)
-
-
-@contextmanager
-def raising_errors() -> Iterator[None]:
-    """Within the block, a Parser raises CommandLineError instead of printing and exiting."""
-    token = _raising.set(True)
-    try:
-        yield
-    finally:
-        _raising.reset(token)
 
 
 class Formatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
