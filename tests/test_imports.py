@@ -201,5 +201,9 @@ def test_a_run_imports_no_numpy_in_the_command_and_nothing_before_mpi_in_the_ran
         for line in before_mpi.stderr.splitlines()
         if line.count("|") == 2
     }
-    assert {m for m in modules if m.startswith("cloudhpc")} == {"cloudhpc", "cloudhpc.worker"}
+    assert {m for m in modules if m.startswith("cloudhpc")} == {
+        "cloudhpc",
+        "cloudhpc.version",
+        "cloudhpc.worker",
+    }
     assert not {"json", "numpy", "mpi4py"} & modules

@@ -4,6 +4,8 @@ entry point group, and `cloudhpc run NAME` runs it on real MPI ranks like a buil
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -67,6 +69,19 @@ def main(ctx):
     return {"metrics": {"sum": value, "ranks": ctx.size}, "verified": verified}
 """
 
+# the same app written to today's contract: its parameters declared once (docs/DEVELOPING.md)
+DECLARED = '''\
+"""sumsq2: the sum of squares 1..N, declared once (a plugin)."""
+from cloudhpc.params import Param, Params
+
+HELP = "sum of squares 1..N over the ranks (a plugin declaring PARAMS)"
+MAIN = "cloudhpc_sumsq.job:main"
+PARAMS = Params(
+    Param("upto", int, 100, "the last N", min=1, metavar="N"),
+    what="sumsq2",
+)
+'''
+
 
 @pytest.fixture(scope="module")
 def plugin_site(tmp_path_factory) -> Path:
@@ -78,8 +93,10 @@ def plugin_site(tmp_path_factory) -> Path:
     (pkg / "__init__.py").write_text("")
     (pkg / "cli.py").write_text(CLI)
     (pkg / "job.py").write_text(JOB)
+    (pkg / "declared.py").write_text(DECLARED)
     extra = textwrap.dedent(
         """\
+        sumsq2 = "cloudhpc_sumsq.declared"
         broken = "cloudhpc_sumsq.no_such_module"
         kmeans = "cloudhpc_sumsq.cli"
         """
@@ -126,6 +143,67 @@ def test_plugin_bad_input_is_one_line(plugin_site, results):
     lines = [ln for ln in r.stderr.splitlines() if "warning" not in ln]
     assert r.returncode == 2 and lines == ["cloudhpc: error: --upto must be at least 1, got 0"]
     assert not results.exists()
+
+
+def _python(site: Path, code: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+
+
+def test_adding_a_parameter_is_one_line_seen_everywhere(plugin_site, tmp_path):
+    """One line in the plugin's one file, and the parameter is in `--help`, a campaign file's
+    check and the Python signature."""
+    site = tmp_path / "site"
+    shutil.copytree(plugin_site, site)
+    declared = site / "cloudhpc_sumsq" / "declared.py"
+    campaign = tmp_path / "c.toml"
+    campaign.write_text('name = "c"\n[[workload]]\nname = "s"\napp = "sumsq2"\n'
+                        "params = { upto = 10, scale = 0 }\n[matrix]\nnprocs = [2]\n")  # fmt: skip
+    signature = "import cloudhpc, inspect; print(inspect.signature(cloudhpc.app('sumsq2')))"
+    env = {"PYTHONPATH": str(site)}
+
+    def seen() -> tuple[bool, str, str]:
+        help_ = run_cli("run", "sumsq2", "--help", env=env)
+        assert help_.returncode == 0, help_.stderr
+        toml = run_cli("campaign", "run", str(campaign), "--dry-run",
+                       "--results", str(tmp_path / "r"), env=env)  # fmt: skip
+        py = _python(site, signature)
+        assert py.returncode == 0, py.stderr
+        return "--scale S" in help_.stdout, toml.stderr.strip().splitlines()[-1], py.stdout
+
+    in_help, toml, py = seen()
+    assert not in_help and "sumsq2 has no parameter 'scale'; known: upto, check" in toml
+    assert "scale" not in py
+    text = declared.read_text()
+    line = '    Param("scale", int, 1, "multiply the sum by S", min=1, metavar="S"),\n'
+    declared.write_text(text.replace("    what=", line + "    what=", 1))  # one line
+    in_help, toml, py = seen()
+    assert in_help
+    assert toml.endswith("workload 's' params.scale: sumsq2: scale must be an integer >= 1, not 0")
+    assert "scale: int = 1" in py
+
+
+def test_a_plugin_on_the_older_contract_runs_from_python_and_a_campaign(plugin_site, tmp_path):
+    """The argparse hooks, read through the adapter: values checked by the plugin's own
+    argument types, its params_from_args making the job's params."""
+    results = str(tmp_path / "r")
+    code = (
+        "import cloudhpc; "
+        f"r = cloudhpc.run('sumsq', {{'upto': '1000'}}, np=2, check=True, results={results!r}); "
+        "print(r.status, r.verified, r['metrics']['sum'], r['params'])"
+    )
+    r = _python(plugin_site, code)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[:3] == ["ok", "True", "333833500"]
+    bad = _python(plugin_site, "import cloudhpc; cloudhpc.run('sumsq', {'upto': 'x'})")
+    assert "cloudhpc.params.ParamError: sumsq: upto must be an integer, not 'x'" in bad.stderr
+    campaign = tmp_path / "c.toml"
+    campaign.write_text('name = "c"\n[[workload]]\nname = "s"\napp = "sumsq"\n'
+                        "params = { upto = 10 }\n[matrix]\nnprocs = [1, 2]\n")  # fmt: skip
+    r = run_cli("campaign", "run", str(campaign), "--results", str(results), "--json",
+                env={"PYTHONPATH": str(plugin_site)})  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["ok"] == 2
 
 
 # ---- launchers, environments, MPI implementations and engines from other packages --------------

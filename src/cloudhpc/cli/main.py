@@ -6,8 +6,9 @@ import importlib
 import os
 import sys
 
-from .. import __version__, signals
+from .. import signals
 from ..errors import PATH_ERRORS, CloudhpcError, no_room
+from ..version import __version__
 from ..visible import visible
 from .parser import Formatter, Parser, requested
 

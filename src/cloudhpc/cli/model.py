@@ -99,9 +99,9 @@ def _fit(args: argparse.Namespace) -> int:
     from ..analysis.scaling import check_profiles, fit_model
     from ..atomic import write_json
     from ..curves import probe_of_machine
+    from ..curves.prediction import load_source
     from ..paths import check_output_file
     from ..results.record import as_record
-    from .predict import load_source
 
     check_output_file(args.out, "--out")
     seen, obs, loaded = set(), [], {}
@@ -136,8 +136,8 @@ def _split_waiting(obs: list, loaded: dict, args: argparse.Namespace) -> None:
 
     from ..analysis.profile_points import apply_source_curves, source_points
     from ..curves import curves_for, describe_points
+    from ..curves.prediction import source_options
     from ..launch.options import make_job
-    from .predict import source_options
 
     curves = {}
     for p, needed in source_points(obs).items():

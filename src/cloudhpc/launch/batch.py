@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
 from ..atomic import write_json, write_text
 from ..errors import CloudhpcError
 from ..job import Job
 from ..slurm.client import SlurmClient, format_time_limit, parse_time_limit
+from ..version import __version__
 from . import script
 from .names import HOSTS
 

@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import __version__
 from ..analysis import compare as cmp
 from ..analysis import cost
 from ..analysis.fields import Metric, field, label, sort_key, workload
@@ -26,6 +25,7 @@ from ..analysis.metrics import scaling_table
 from ..errors import CloudhpcError
 from ..jsontext import dumps
 from ..results.record import Record, as_record
+from ..version import __version__
 from . import charts
 
 # Fields a series can differ in when the records are not a campaign (a campaign's own axes come

@@ -21,7 +21,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .. import __version__
+from ..version import __version__
 
 # The package's own directory: <checkout>/src/cloudhpc when cloudhpc runs from a source tree.
 PACKAGE_DIR = Path(__file__).resolve().parents[1]

@@ -18,10 +18,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO, Any
 
-from .. import __version__
 from ..atomic import write_json
 from ..errors import CloudhpcError, EnvironmentFailure, no_room
 from ..job import Job
+from ..version import __version__
 from ..visible import visible
 from .provenance import Probe, host_info, software
 from .record import SCHEMA, Record, RecordInvalid, as_record, is_record_id
