@@ -41,7 +41,7 @@ _PUBLIC = {
     "run": "cloudhpc.api.runs",
     "predict": "cloudhpc.api.predict",
     "Campaign": "cloudhpc.api.campaigns",
-    "Record": "cloudhpc.api.record",
+    "Record": "cloudhpc.results.record",
     "CloudhpcError": "cloudhpc.errors",
     "RunFailed": "cloudhpc.errors",
     "ParamError": "cloudhpc.params",

@@ -23,8 +23,8 @@ from ..campaign.spec import Campaign as Spec
 from ..campaign.spec import campaign_from_data, read_campaign
 from ..launch.options import DEFAULT_RESULTS
 from ..launch.runner import Monitor
+from ..results.record import Record, as_record
 from ..results.store import check_writable
-from .record import Record, as_record
 
 
 class Campaign:
@@ -128,7 +128,7 @@ class _Lines:
     def finished(self, planned, record: dict, seconds: float) -> None:
         import sys
 
-        status = record.get("status", "ok")
+        status = as_record(record).status
         print(f"{status:6} {planned.workload} {cell_label(planned.cell)} rep "
               f"{planned.repetition} ({seconds:.1f}s)", file=sys.stderr)  # fmt: skip
 

@@ -11,7 +11,7 @@ import os
 
 from ..curves.prediction import predict_profile
 from ..launch.options import DEFAULT_RESULTS
-from .record import Record, as_record
+from ..results.record import Record, as_record
 
 
 def predict(

@@ -26,7 +26,7 @@ from ..launch.jobs import command_line, job_for, request_for, spec_of
 from ..launch.options import DEFAULT_RESULTS, LAUNCH, RUNTIME, LaunchOptions
 from ..launch.runner import Monitor
 from ..params import ParamError
-from .record import Record, as_record
+from ..results.record import Record, as_record
 
 
 def launch_options(launch: dict[str, Any], results: str | None, command: str = "") -> LaunchOptions:

@@ -21,11 +21,11 @@ def find_profile(given: str, results: str) -> str:
         record = load_record(results, given)
     except CloudhpcError as e:
         raise CloudhpcError(f"{given} is neither a profile file nor a record: {e}") from None
-    if given == "last" and record["app"] != "profile":  # the latest profile, not the latest run
-        profiles = [r for r in load_records(results) if r["app"] == "profile"]
+    if given == "last" and record.app != "profile":  # the latest profile, not the latest run
+        profiles = [r for r in load_records(results) if r.app == "profile"]
         if not profiles:
             raise CloudhpcError(f"no profiles in {results}")
         record = profiles[-1]
-    if record["app"] != "profile":
-        raise CloudhpcError(f"record {record['id']} is a {record['app']} run, not a profile")
-    return str(files_dir(results, record["id"]))
+    if record.app != "profile":
+        raise CloudhpcError(f"record {record.id} is a {record.app} run, not a profile")
+    return str(files_dir(results, record.id))
