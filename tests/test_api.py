@@ -42,12 +42,22 @@ def test_import_cloudhpc_loads_nothing_heavy():
     cloudhpc'`); the public names load on first use, and even then not numba or mpi4py."""
     code = (
         "import sys, cloudhpc; first = sorted(m for m in sys.modules if 'cloudhpc' in m); "
-        "cloudhpc.run, cloudhpc.Campaign, cloudhpc.app, cloudhpc.predict; "
+        "cloudhpc.run, cloudhpc.Campaign, cloudhpc.app, cloudhpc.predict, cloudhpc.profile; "
         "print(first, 'numba' in sys.modules, 'mpi4py' in sys.modules, "
         "sorted(n for n in cloudhpc.__all__ if not hasattr(cloudhpc, n)))"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.split() == ["['cloudhpc',", "'cloudhpc.version']", "False", "False", "[]"]
+
+
+def test_cloudhpc_profile_is_the_call_and_the_package():
+    """`cloudhpc.profile(...)` profiles a run and `cloudhpc.profile.to_thicket` reads profiles,
+    whether the package was imported first or not."""
+    import cloudhpc.profile.session  # noqa: F401  (binds the package to cloudhpc.profile)
+
+    assert callable(cloudhpc.profile) and callable(cloudhpc.profile.to_thicket)
+    with pytest.raises(cloudhpc.CloudhpcError, match="give an app .* or a program"):
+        cloudhpc.profile()
 
 
 def test_bad_launch_options_and_values_from_python(tmp_path):

@@ -37,7 +37,7 @@ _PUBLIC = {
     "app": "cloudhpc.api.runs",
     "bench": "cloudhpc.api.runs",
     "npb": "cloudhpc.api.runs",
-    "profile": "cloudhpc.api.runs",
+    "profile": "cloudhpc.profile",  # the package, callable: profile(...) and profile.to_thicket
     "run": "cloudhpc.api.runs",
     "predict": "cloudhpc.api.predict",
     "Campaign": "cloudhpc.api.campaigns",
@@ -54,7 +54,8 @@ def __getattr__(name: str) -> object:
         raise AttributeError(f"module 'cloudhpc' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module), name)
+    found = importlib.import_module(module)
+    value = found if module == f"cloudhpc.{name}" else getattr(found, name)
     globals()[name] = value
     return value
 

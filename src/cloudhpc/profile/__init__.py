@@ -1,7 +1,26 @@
 """MPI call profiles of unmodified programs: a PMPI library (pmpi_prof.c, loaded with
-LD_PRELOAD), its per-rank files merged into a versioned profile, and TAU / mpiP-style reports."""
+LD_PRELOAD), its per-rank files merged into a versioned profile, and TAU / mpiP-style reports.
+
+The package is also the Python API's `cloudhpc.profile(app, params, np=...)` (api/runs.py,
+docs/python.md): calling it profiles a run, and `cloudhpc.profile.to_thicket([...])` reads
+profiles, whichever of them is reached first.
+"""
+
+import sys
+import types
 
 from .model import SCHEMA_VERSION, CallStats, Profile, RankProfile, load_profile
+
+
+class _CallableModule(types.ModuleType):
+    def __call__(self, *args, **kwargs):
+        """Profile a cloudhpc job or an MPI program: cloudhpc.api.runs.profile."""
+        import importlib  # the API sits above this package: by name, at call time
+
+        return importlib.import_module("cloudhpc.api.runs").profile(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
 
 
 def to_thicket(profiles, names=None):
