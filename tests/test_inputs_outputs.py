@@ -62,12 +62,12 @@ CASES = {
         "is the same file as --edges"),
     "kmeans-centers-out-is-points": (
         ["run", "kmeans", "--points", "p.npy", "--k", "3", "--centers-out", "p.npy"],
-        "--centers-out p.npy is the same file as --points p.npy"),
+        "--centers-out {d}/p.npy is the same file as --points {d}/p.npy"),
     "kmeans-centers-out-is-centers-in": (
         ["run", "kmeans", "--points", "p.npy", "--centers-in", "c.npy", "--centers-out", "c.npy"],
         "is the same file as --centers-in"),
     "matmul-out-is-b": (["run", "matmul", "--a", "a.npy", "--b", "b.npy", "--out", "b.npy"],
-                        "--out b.npy is the same file as --b b.npy"),
+                        "--out {d}/b.npy is the same file as --b {d}/b.npy"),
     "wave-out-in-results": (["run", "wave", "--points", "10", "--out", "results/u.npy"],
                             "is inside the results store results"),
     "hep-out-is-input": (["run", "hep", "ev.npy", "--branch", "mass", "--bins", "4", "--range",

@@ -207,12 +207,12 @@ def test_corrupt_hook_is_unsuccessful(kernel):
 
 def test_unknown_kernel(results):
     r = run_cli("npb", "lu", "--class", "S", "--results", str(results))
-    assert_one_line_error(r, "unknown NPB kernel 'lu'", "cg")
+    assert_one_line_error(r, "npb: kernel must be one of cg, mg, ft, is, ep, not 'lu'")
 
 
 def test_unknown_class(results):
     r = run_cli("npb", "cg", "--class", "Q", "--results", str(results))
-    assert_one_line_error(r, "unknown class 'Q'", "S, W, A, B")
+    assert_one_line_error(r, "npb: class must be one of S, W, A, B, C, not 'Q'")
 
 
 @pytest.mark.parametrize("kernel", ["cg", "is"])

@@ -20,6 +20,7 @@ from helpers import assert_one_line_error, run_cli, run_json
 from test_cluster import _ours, needs_root, private_clusters
 
 from cloudhpc import cluster
+from cloudhpc.apps.registry import job_spec
 from cloudhpc.bench.ior_params import validate
 from cloudhpc.errors import CloudhpcError
 from cloudhpc.placement import SlotHost, data_aware_stripe, matchmaking
@@ -63,12 +64,12 @@ def test_ior_parameters(tmp_path):
     for params, what in (
         ({"block": "1m", "transfer": "300k"}, "multiple of -t"),
         ({"transfer": "12"}, "multiple of 8"),
-        ({"segments": 0}, "--segments"),
+        ({"segments": 0}, "bench ior: segments \\(-s\\) must be an integer >= 1, not 0"),
         ({"block": "0"}, "must be positive"),
         ({"read": True}, "--read alone needs a test file"),
     ):
-        with pytest.raises(CloudhpcError, match=what):
-            validate(params, 2)
+        with pytest.raises(CloudhpcError, match=what):  # its declared checks, then validate's
+            validate(job_spec("bench.ior").job_params(params), 2)
 
 
 def test_ior_on_test_files_checks_every_word(tmp_path, results):
