@@ -42,7 +42,8 @@ def test_import_cloudhpc_loads_nothing_heavy():
     cloudhpc'`); the public names load on first use, and even then not numba or mpi4py."""
     code = (
         "import sys, cloudhpc; first = sorted(m for m in sys.modules if 'cloudhpc' in m); "
-        "cloudhpc.run, cloudhpc.Campaign, cloudhpc.app, cloudhpc.predict, cloudhpc.profile; "
+        "cloudhpc.run, cloudhpc.Campaign, cloudhpc.app, cloudhpc.predict, cloudhpc.profile, "
+        "cloudhpc.bench, cloudhpc.npb; "
         "print(first, 'numba' in sys.modules, 'mpi4py' in sys.modules, "
         "sorted(n for n in cloudhpc.__all__ if not hasattr(cloudhpc, n)))"
     )
@@ -50,12 +51,19 @@ def test_import_cloudhpc_loads_nothing_heavy():
     assert r.stdout.split() == ["['cloudhpc',", "'cloudhpc.version']", "False", "False", "[]"]
 
 
-def test_cloudhpc_profile_is_the_call_and_the_package():
+def test_bench_npb_and_profile_are_the_calls_and_the_packages():
     """`cloudhpc.profile(...)` profiles a run and `cloudhpc.profile.to_thicket` reads profiles,
-    whether the package was imported first or not."""
-    import cloudhpc.profile.session  # noqa: F401  (binds the package to cloudhpc.profile)
+    `cloudhpc.bench(...)` and `cloudhpc.npb(...)` run while `cloudhpc.npb.KERNELS` is the
+    package's: whether a module of the package was imported first (which binds the package to
+    the name) or not."""
+    import cloudhpc.bench.sizes  # noqa: F401
+    import cloudhpc.npb.common  # noqa: F401
+    import cloudhpc.profile.session  # noqa: F401
 
     assert callable(cloudhpc.profile) and callable(cloudhpc.profile.to_thicket)
+    assert callable(cloudhpc.bench) and callable(cloudhpc.npb) and "cg" in cloudhpc.npb.KERNELS
+    with pytest.raises(cloudhpc.ParamError, match="bench pingpong has no parameter 'size'"):
+        cloudhpc.bench("pingpong", {"size": 8})
     with pytest.raises(cloudhpc.CloudhpcError, match="give an app .* or a program"):
         cloudhpc.profile()
 

@@ -438,12 +438,12 @@ BAD = [
     (
         HEADER + PP + 'metric = "latency_us@x"\n[matrix]\nenv = ["native"]\n',
         5,
-        "[[workload]] 1 metric: 'latency_us@x': 'x' is not a message size",
+        "workload 'pp' metric: 'latency_us@x': 'x' is not a message size",
     ),
     (
         HEADER + PP + "metric = 8\n[matrix]\nenv = ['native']\n",
         5,
-        "[[workload]] 1 metric: a metric",
+        "workload 'pp' metric: a metric",
     ),
 ]
 
@@ -456,7 +456,7 @@ def test_a_workload_names_its_figure_of_merit_and_its_runs_record_it(tmp_path):
     )
     c = read_campaign(path)
     assert [(w.name, w.metric) for w in c.workloads] == [("pp", "latency_us@8"), ("ep", None)]
-    plan = plan_campaign(c, CliReader(), str(tmp_path / "r"))
+    plan = plan_campaign(c, str(tmp_path / "r"))
     marks = {p.workload: annotation(plan, p, "run1")["campaign"] for p in plan.runs}
     assert marks["pp"]["metric"] == "latency_us@8" and "metric" not in marks["ep"]
 

@@ -35,9 +35,10 @@ __all__ = [
 _PUBLIC = {
     "App": "cloudhpc.api.runs",
     "app": "cloudhpc.api.runs",
-    "bench": "cloudhpc.api.runs",
-    "npb": "cloudhpc.api.runs",
-    "profile": "cloudhpc.profile",  # the package, callable: profile(...) and profile.to_thicket
+    # packages that are also calls (facade.py): bench(...), npb(...), profile(...)
+    "bench": "cloudhpc.bench",
+    "npb": "cloudhpc.npb",
+    "profile": "cloudhpc.profile",
     "run": "cloudhpc.api.runs",
     "predict": "cloudhpc.api.predict",
     "Campaign": "cloudhpc.api.campaigns",

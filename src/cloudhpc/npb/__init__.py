@@ -2,6 +2,7 @@
 
 Each kernel lives in its own module with the interface described in `npb.common`; `load(name)`
 imports one by name without importing the others (numba compiles on import of the kernels).
+The package is also the Python API's `cloudhpc.npb(kernel, cls, np=...)` (facade.py).
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ import importlib
 from types import ModuleType
 
 from ..errors import CloudhpcError
+from ..facade import callable_package
+
+callable_package(__name__, "cloudhpc.api.runs:npb")
 
 #: kernel name -> module; the order is the one `cloudhpc npb all` runs them in.
 KERNELS: dict[str, str] = {

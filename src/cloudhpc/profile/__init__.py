@@ -6,21 +6,10 @@ docs/python.md): calling it profiles a run, and `cloudhpc.profile.to_thicket([..
 profiles, whichever of them is reached first.
 """
 
-import sys
-import types
-
+from ..facade import callable_package
 from .model import SCHEMA_VERSION, CallStats, Profile, RankProfile, load_profile
 
-
-class _CallableModule(types.ModuleType):
-    def __call__(self, *args, **kwargs):
-        """Profile a cloudhpc job or an MPI program: cloudhpc.api.runs.profile."""
-        import importlib  # the API sits above this package: by name, at call time
-
-        return importlib.import_module("cloudhpc.api.runs").profile(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
+callable_package(__name__, "cloudhpc.api.runs:profile")
 
 
 def to_thicket(profiles, names=None):
