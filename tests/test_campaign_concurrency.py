@@ -104,7 +104,8 @@ def test_a_sigkilled_holder_does_not_block_the_next_run(tmp_path):
 def test_a_matrix_naming_one_option_twice_is_refused(tmp_path, matrix):
     path = tmp_path / "c.toml"
     path.write_text(
-        'name = "dup"\n[[workload]]\nname = "k"\ncommand = "run kmeans --generate --n 100 --k 2"\n'
+        'name = "dup"\n[[workload]]\nname = "k"\n'
+        'command = "run kmeans --generate --n 100 --k 2 --engine ray"\n'
         f"[matrix]\n{matrix}\n"
     )
     r = run_cli("campaign", "run", str(path), "--results", str(tmp_path / "r"), "--dry-run")
@@ -132,7 +133,6 @@ def test_a_big_campaign_says_how_many_runs_before_planning(tmp_path):
 def test_planning_reports_its_progress(tmp_path):
     from cloudhpc.campaign.plan import plan_campaign
     from cloudhpc.campaign.spec import read_campaign
-    from cloudhpc.cli.campaign import CliReader
 
     seen: list[tuple[int, int]] = []
     path = tmp_path / "p.toml"
@@ -140,5 +140,5 @@ def test_planning_reports_its_progress(tmp_path):
         'name = "p"\n[[workload]]\nname = "k"\ncommand = "run kmeans --generate --n 100"\n'
         "[matrix]\nk = [2, 3, 4, 5]\nnprocs = [1, 2]\n"
     )
-    plan_campaign(read_campaign(path), CliReader(), "r", progress=lambda d, t: seen.append((d, t)))
+    plan_campaign(read_campaign(path), "r", progress=lambda d, t: seen.append((d, t)))
     assert seen[-1] == (8, 8) and [d for d, _ in seen] == sorted(d for d, _ in seen)

@@ -209,11 +209,11 @@ def _workload_error(c: Campaign, w: Workload, problem: str):
 def _matrix_key(c: Campaign, w: Workload, read: WorkloadJob, key: str) -> tuple[str, str]:
     """Where the matrix's `key` goes for this workload: ("launch", option) or ("param", name);
     refused when the workload takes no such option or sets it itself."""
-    name = ALIASES.get(key, key)
+    name = ALIASES.get(key, key.replace("-", "_"))  # `ray-address` is `ray_address`
     spec = spec_of(read.name)
     if any(name in params for params in read.takes):
         kind = "launch"
-    elif (p := spec.params.find(key)) is not None:
+    elif (p := spec.params.find(name)) is not None:
         kind, name = "param", p.name
     else:
         spelling = "--" + key.replace("_", "-")

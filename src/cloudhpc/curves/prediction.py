@@ -149,8 +149,7 @@ def predict_profile(
 
         price = load_prices(prices).lookup(instance)
     prof, record, files = load_source(profile, results)
-    if not prof.ranks:
-        raise CloudhpcError(f"{files} holds no rank's profile")
+    check_source(prof, record, files)
     nprocs = nprocs if nprocs is not None else prof.nprocs
     if nprocs != prof.nprocs:
         raise CloudhpcError(

@@ -140,6 +140,9 @@ def make_job(
     from ..envs import get_environment
     from ..results.store import store_path
 
+    for option in ("hosts", "placement", "layout", "launcher", "results"):
+        if getattr(opts, option) == "":  # not "the default": an empty word
+            raise CloudhpcError(f"--{option} is empty ''; leave the option out for its default")
     store_path(opts.results)  # '' would be the current directory
     if opts.timeout is not None and not (math.isfinite(opts.timeout) and opts.timeout > 0):
         raise CloudhpcError(f"--timeout must be a positive number of seconds, not {opts.timeout:g}")
