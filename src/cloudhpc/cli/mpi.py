@@ -63,6 +63,9 @@ def handle(args: argparse.Namespace) -> int:
         names = implementation_names() if args.all else args.names
         if not names:
             raise CloudhpcError("name the implementations to install, or pass --all")
+        if "" in names:
+            raise CloudhpcError("an empty implementation name ''; name one: "
+                                f"{', '.join(implementation_names())}")  # fmt: skip
         impls = [get_implementation(n) for n in names]  # unknown names: one line, before any
         for impl in impls:
             if impl.installed():

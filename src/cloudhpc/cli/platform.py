@@ -89,7 +89,7 @@ def _measure(args: argparse.Namespace) -> int:
             nprocs=args.np,
             hosts=args.hosts,
             env=args.env or "native",
-            mpi=args.mpi or DEFAULT_MPI,
+            mpi=DEFAULT_MPI if args.mpi is None else args.mpi,  # '': refused
             oversubscribe=args.oversubscribe,
             timeout=args.timeout,
             results=args.results,

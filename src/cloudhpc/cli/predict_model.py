@@ -81,7 +81,7 @@ def _measured_platform(args: argparse.Namespace, model: Any, size: Any):
     from ..results.record import as_record
     from .common import command_line as _command_line
 
-    mpi = args.mpi or model.mpi.get("name") or DEFAULT_MPI
+    mpi = args.mpi if args.mpi is not None else (model.mpi.get("name") or DEFAULT_MPI)
     job = make_job(
         "bench.curves",
         {},

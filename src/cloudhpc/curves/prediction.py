@@ -165,7 +165,7 @@ def predict_profile(
             nprocs=nprocs,
             hosts=hosts,
             env=env or "native",
-            mpi=mpi or src_opts.mpi,
+            mpi=src_opts.mpi if mpi is None else mpi,  # '': refused
             oversubscribe=oversubscribe,
             timeout=timeout,
             results=results,

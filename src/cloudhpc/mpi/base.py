@@ -251,7 +251,7 @@ def register_implementation(
 
 def get_implementation(name: str | None = None) -> MpiImplementation:
     """The implementation called `name` (default: the venv's MPICH); one line for unknown."""
-    return IMPLEMENTATIONS.lookup(DEFAULT if name is None else name)  # "" is no name
+    return IMPLEMENTATIONS.lookup(name or DEFAULT)  # a Job's "" names none: the default
 
 
 def implementation_names() -> list[str]:
