@@ -140,7 +140,7 @@ def make_job(
     from ..envs import get_environment
     from ..results.store import store_path
 
-    for option in ("hosts", "placement", "layout", "launcher", "results", "mpi"):
+    for option in ("hosts", "placement", "layout", "results"):  # --mpi, --launcher: below
         if getattr(opts, option) == "":  # not "the default": an empty word
             raise CloudhpcError(f"--{option} is empty ''; leave the option out for its default")
     store_path(opts.results)  # '' would be the current directory
