@@ -36,8 +36,16 @@ def test_export_is_a_literal_hatchet_reads(profiles, tmp_path):
     out = tmp_path / "a.json"
     r = run_cli("profile", "export", a, "--hatchet", str(out), "--results", str(results))
     assert r.returncode == 0, r.stderr
-    assert str(out) in r.stderr
+    assert str(out) in r.stderr and r.stdout == ""
     lit = json.loads(out.read_text())
+    again = tmp_path / "b.json"  # --json: what was written, for scripts
+    r = run_cli(
+        "profile", "export", a, "--hatchet", str(again), "--results", str(results), "--json"
+    )
+    assert r.returncode == 0, r.stderr
+    said = json.loads(r.stdout)
+    assert said["wrote"] == str(again) and said["ranks"] == 2 and said["roots"] == 1
+    assert json.loads(again.read_text()) == lit
     prof = load_profile(results / f"{a}.files")
     (root,) = lit
     assert root["frame"] == {"name": "bench.pingpong", "type": "program"}

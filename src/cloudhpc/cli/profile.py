@@ -334,16 +334,22 @@ def _check_compare_files(args: argparse.Namespace) -> None:
     check_run_files(RunFiles(inputs, outputs), stores)
 
 
-def _export_hatchet(source: str, out: str, results: str) -> int:
+def _export_hatchet(source: str, out: str, results: str, as_json: bool = False) -> int:
     from ..atomic import write_text
-    from ..jsontext import dumps
+    from ..jsontext import dumps, print_json
     from ..profile.hatchet import literal
 
     check_run_files(RunFiles([("PROFILE", source)], [("--hatchet", out)]), [results])
+    profile = load_profile(source)
+    tree = literal(profile)
     try:
-        write_text(out, dumps(literal(load_profile(source))) + "\n")
+        write_text(out, dumps(tree) + "\n")
     except OSError as e:
         raise CloudhpcError(f"cannot write {out}: {e.strerror or e}") from None
+    if as_json:  # for scripts: what was written, from what
+        print_json({"wrote": os.path.abspath(out), "format": "hatchet-literal",
+                    "profile": str(source), "ranks": profile.nprocs,
+                    "roots": len(tree)})  # fmt: skip
     err.print(f"wrote {out} (a Hatchet literal)", highlight=False, markup=False)
     return 0
 
@@ -386,7 +392,7 @@ def _handle_stored(target: list[str], outer: argparse.Namespace) -> int:
             raise CloudhpcError("--hatchet is empty: give the file to write")
         check_output_file(args.hatchet, "--hatchet")
         source = find_profile(args.profile, args.results)
-        return _export_hatchet(source, args.hatchet, args.results)
+        return _export_hatchet(source, args.hatchet, args.results, args.json)
     if verb == "show":
         args.profile = find_profile(args.profile, args.results)
     else:
