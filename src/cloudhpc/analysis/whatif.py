@@ -151,6 +151,24 @@ def _distance(m: Model, n: float, p: int, n_range: tuple[float, float],
     return d, why
 
 
+def parse_size(given: str | None, model: ScalingModel) -> Any:
+    """--size KEY=VALUE -> VALUE, the key checked against the model's size parameter (the
+    command line's and the Python API's spelling: `class=A`, `n=1000000`)."""
+    key = model.size.key
+    if given is None:
+        if key is None:
+            return None
+        raise CloudhpcError(f"give the size: --size {key}=VALUE (the parameter that varied)")
+    name, sep, value = given.partition("=")
+    if not sep or not name or not value:
+        raise CloudhpcError(f"--size {given}: give KEY=VALUE, e.g. {key or 'n'}=...")
+    if key is None:
+        raise CloudhpcError("this model has no size parameter (no profile parameter varied)")
+    if name != key:
+        raise CloudhpcError(f"--size {given}: this model's size parameter is {key}, not {name}")
+    return value
+
+
 def check_target(model: ScalingModel, size: Any, nprocs: int) -> float:
     """N' for the size as given; one line for a size or P that nothing sensible can answer."""
     if isinstance(nprocs, bool) or not isinstance(nprocs, int) or not 1 <= nprocs <= MAX_P:

@@ -22,6 +22,7 @@ SUBCOMMANDS = (
     "predict",
     "model",
     "platform",
+    "advise",
     "results",
     "report",
     "cluster",

@@ -13,26 +13,9 @@ from ..jsontext import print_json
 from .ui import ProgressMonitor, err, out, print_table
 
 
-def parse_size(given: str | None, model: Any) -> Any:
-    """KEY=VALUE -> VALUE, the key checked against the model's size parameter."""
-    key = model.size.key
-    if given is None:
-        if key is None:
-            return None
-        raise CloudhpcError(f"give the size: --size {key}=VALUE (the parameter that varied)")
-    name, sep, value = given.partition("=")
-    if not sep or not name or not value:
-        raise CloudhpcError(f"--size {given}: give KEY=VALUE, e.g. {key or 'n'}=...")
-    if key is None:
-        raise CloudhpcError("this model has no size parameter (no profile parameter varied)")
-    if name != key:
-        raise CloudhpcError(f"--size {given}: this model's size parameter is {key}, not {name}")
-    return value
-
-
 def handle_model(args: argparse.Namespace) -> int:
     from ..analysis.scaling import load_model
-    from ..analysis.whatif import check_target, predict
+    from ..analysis.whatif import check_target, parse_size, predict
 
     if args.np is None:
         raise CloudhpcError("--model needs -n P: the process count to predict at")

@@ -26,6 +26,7 @@ from ..errors import CloudhpcError
 from ..jsontext import dumps
 from ..results.record import Record, as_record
 from ..version import __version__
+from . import advice as advice_section
 from . import charts
 
 # Fields a series can differ in when the records are not a campaign (a campaign's own axes come
@@ -82,9 +83,35 @@ class Figure:
 def build(records: Sequence[Record | dict[str, Any]], opts: Options) -> str:
     """The whole page as text."""
     records = [as_record(r) for r in records]
-    ok = [r for r in records if r.ok]
-    if not ok:
+    # an advice record (`cloudhpc advise`) is charted against nodes, apart from the runs
+    advice = [r for r in records if r.ok and r.app == "advise"]
+    ok = [r for r in records if r.ok and r.app != "advise"]
+    if not ok and not advice:
         raise CloudhpcError(f"none of the {len(records)} runs succeeded: nothing to chart")
+    charts.require_plotly()
+    sections: list[str] = []
+    data: list = []
+    toc: list[tuple[str, str]] = []
+    table = opts.prices
+    if ok:
+        table = _runs(ok, opts, sections, data, toc)
+    used = {a for a, _ in toc}
+    for j, r in enumerate(advice):
+        anchor = f"advice-{j + 1}" if f"advice-{j + 1}" not in used else f"advice-{r.id}"
+        toc.append((anchor, f"advice {r.id}"))
+        sections.append(advice_section.section(r, anchor, f"chart-advice-{j}", data))
+    return _page(records, toc, sections, data, opts, table)
+
+
+def _runs(
+    ok: list[Record],
+    opts: Options,
+    sections: list[str],
+    data: list,
+    toc: list[tuple[str, str]],
+) -> cost.PriceTable | None:
+    """The runs' sections (per workload, its figures of merit against P); the price table they
+    were priced with."""
     groups = series_fields(ok, opts.by)
     by = [*groups, "nprocs"]
     baseline = opts.baseline
@@ -102,8 +129,6 @@ def build(records: Sequence[Record | dict[str, Any]], opts: Options) -> str:
     table = opts.prices
     if table is None and (opts.instance or any(cost.instance_of(r) for r in ok)):
         table = cost.load_prices(None)
-    charts.require_plotly()
-    sections, data, toc = [], [], []
     anchors = _anchors(sorted(per_workload))
     for i, name in enumerate(sorted(per_workload)):
         recs = per_workload[name]
@@ -123,7 +148,7 @@ def build(records: Sequence[Record | dict[str, Any]], opts: Options) -> str:
         sections.append(
             _workload_section(i, anchors[name], name, figures, groups, opts, table, data, note)
         )
-    return _page(records, toc, sections, data, opts, table)
+    return table
 
 
 def _metrics(records: list[Record], asked: Metric | None, name: str) -> tuple[list[Metric], str]:

@@ -1,0 +1,188 @@
+"""`cloudhpc advise`: the time and $ of a workload at a size, per platform/instance type and node
+count, with the Pareto front marked (analysis/advise.py; nothing is measured)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..errors import CloudhpcError
+from ..jsontext import print_json
+from ..launch.options import DEFAULT_RESULTS
+from ..text import count
+from .common import command_line
+from .parser import add_subparser
+from .ui import err, out, print_table
+
+DESCRIPTION = """\
+Which platform, instance type and node count run a workload soonest and cheapest. The time
+comes from a scaling model (`cloudhpc model fit`) priced on a platform (`cloudhpc platform
+measure`: measured once on that instance type, or the closest you have), the $ from the price
+table for each instance type (pro rata: nodes x $/h x time). Per platform/instance and node
+count: the predicted time and its one-sd range, the $ and its range, the parallel efficiency
+against the smallest node count, and whether the figure was extrapolated (past the fitted
+sizes or P, or the platform's measured P). --deadline and --budget keep the options that meet
+them; the Pareto front (no other option is both faster and cheaper) is marked *. Each run is
+kept as a record (app advise) that `cloudhpc report` charts. Exit 1 when nothing meets the
+deadline and budget.
+
+An instance type goes with every platform (two platforms x two types: four series), or with
+one: --instance c5n.18xlarge=lab (the platform named lab stands for it). Ranks per node are
+the platform's cores per node unless --ranks-per-node says otherwise.
+
+examples:
+  cloudhpc advise --model is.model.json --size class=B --platform lab --nodes 1,2,4,8,16
+  cloudhpc advise --model is.model.json --size class=B --platform lab --platform cloud.json \\
+      --instance c5n.18xlarge --instance c6i.8xlarge --nodes 1,2,4,8,16 --deadline 60
+  cloudhpc advise --model km.model.json --size n=10000000 --platform lab \\
+      --instance c5n.18xlarge=lab --nodes 2,4,8 --budget 0.5 --json
+"""
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)\s*(s|m|min|h)?")
+
+
+def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
+    p = add_subparser(subparsers, "advise", "the cheapest and fastest platform, instance type "
+                      "and node count for a workload (time, $, Pareto front)",
+                      DESCRIPTION)  # fmt: skip
+    p.add_argument(
+        "--model", required=True, metavar="MODEL.json", help="a scaling model (cloudhpc model fit)"
+    )
+    p.add_argument(
+        "--size",
+        metavar="KEY=VALUE",
+        help="the problem size, as the parameter that varied (class=B, n=1000000)",
+    )
+    p.add_argument(
+        "--platform",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="a platform file or a name in RESULTS/platforms; once per platform",
+    )
+    p.add_argument(
+        "--instance",
+        action="append",
+        default=[],
+        metavar="TYPE[=PLATFORM]",
+        help="an instance type of the price table (with every platform, or with the "
+        "one named); once per type; none: time only",
+    )
+    p.add_argument("--nodes", required=True, metavar="N,N,...", help="node counts, e.g. 1,2,4,8,16")
+    p.add_argument(
+        "--ranks-per-node",
+        type=int,
+        metavar="R",
+        help="ranks on each node (default: each platform's cores per node)",
+    )
+    p.add_argument(
+        "--deadline",
+        metavar="TIME",
+        help="keep options whose predicted time is at most TIME (seconds, or 10m, 2h)",
+    )
+    p.add_argument(
+        "--budget", type=float, metavar="USD", help="keep options whose $ per run is at most USD"
+    )
+    p.add_argument("--prices", metavar="FILE", help="a price table of your own (CSV)")
+    p.add_argument(
+        "--results",
+        default=DEFAULT_RESULTS,
+        metavar="DIR",
+        help="where named platforms are found and the advice's record goes",
+    )
+    p.add_argument("--json", action="store_true", help="print the advice as JSON")
+    p.set_defaults(handler=handle)
+
+
+def parse_duration(text: str) -> float:
+    m = _DURATION.fullmatch(text.strip())
+    if not m:
+        raise CloudhpcError(f"--deadline {text!r}: give seconds, or minutes/hours: 90, 10m, 2h")
+    return float(m.group(1)) * {None: 1, "s": 1, "m": 60, "min": 60, "h": 3600}[m.group(2)]
+
+
+def handle(args: argparse.Namespace) -> int:
+    from ..analysis.advise import advise_files
+    from ..paths import check_input_file
+
+    if args.prices:
+        check_input_file(args.prices, "--prices")
+    deadline = parse_duration(args.deadline) if args.deadline is not None else None
+    advice, record = advise_files(
+        args.model,
+        args.size,
+        args.platform,
+        args.nodes,
+        instances=args.instance,
+        prices=args.prices,
+        ranks_per_node=args.ranks_per_node,
+        deadline_s=deadline,
+        budget_usd=args.budget,
+        results=args.results,
+        command_line=command_line(),
+    )
+    body = advice.to_json()
+    body["record"] = os.path.basename(record["_path"])[: -len(".json")]
+    if args.json:
+        print_json(body)
+    else:
+        render(body)
+        err.print(f"record: {os.path.relpath(record['_path'])}", highlight=False, markup=False)
+    return 0 if advice.options else 1
+
+
+def _range(lo: float | None, hi: float | None, fmt: str) -> str | None:
+    if lo is None or hi is None:
+        return None
+    return f"{lo:{fmt}} - {hi:{fmt}}"
+
+
+def _option(o: dict[str, Any]) -> str:
+    usd = f" (${o['usd_per_run']:.3g})" if o["usd_per_run"] is not None else ""
+    return f"{o['target']} on {count(o['nodes'], 'node')}, {o['predicted_total_s']:.4g} s{usd}"
+
+
+def render(body: dict[str, Any]) -> None:
+    size = f"{body['size_key']}={body['size']}" if body.get("size_key") else "its one size"
+    priced = body["priced"]
+    rows = []
+    for o in body["options"]:
+        row = {
+            "platform / instance": o["target"],
+            "nodes": o["nodes"],
+            "P": o["nprocs"],
+            "time s": f"{o['predicted_total_s']:.4g}",
+            "range s": _range(o["low_s"], o["high_s"], ".4g"),
+        }
+        if priced:
+            row["$ per run"] = f"{o['usd_per_run']:.3g}"
+            row["$ range"] = _range(o["usd_low"], o["usd_high"], ".3g")
+        row["efficiency"] = f"{o['efficiency']:.0%}" if o["efficiency"] is not None else None
+        row["extrapolated"] = "yes" if o["extrapolated"] else ""
+        row["Pareto"] = "*" if o["pareto"] else ""
+        rows.append(row)
+    limits = []
+    if body["deadline_s"] is not None:
+        limits.append(f"deadline {body['deadline_s']:g} s")
+    if body["budget_usd"] is not None:
+        limits.append(f"budget ${body['budget_usd']:g}")
+    title = (f"advice: {body['workload']} at {size} (N = {body['N']:.6g})"
+             + (f", {' and '.join(limits)}" if limits else ""))  # fmt: skip
+    if rows:
+        print_table(title, rows)
+    else:
+        out.print(title, highlight=False, markup=False)
+    lines = [t["stands_for"] for t in body["targets"] if t["instance"]]
+    if body["fastest"]:
+        lines.append(f"fastest: {_option(body['fastest'])}")
+        lines.append(f"cheapest: {_option(body['cheapest'])}")
+        lines.append("Pareto front (*): " + "; ".join(
+            f"{o['target']} x{o['nodes']}" for o in body["pareto"]))  # fmt: skip
+    for o in body["rejected"]:
+        lines.append(f"left out: {o['target']} x{o['nodes']}: {'; '.join(o['rejected'])}")
+    lines += body["notes"]
+    for line in lines:
+        out.print(line, highlight=False, markup=False, soft_wrap=True)
+    out.file.flush()
