@@ -358,3 +358,18 @@ def test_platform_measure_list_show_and_predict_from_it(fitted_cli, tmp_path):
     bad = run_cli("platform", "measure", "x", "-n", "2", "--results", str(results))
     assert_one_line_error(bad, "give the target")
     assert not (results / "platforms" / "x.json").exists()
+
+
+def test_curves_of_an_oversubscribed_profile_are_measured_oversubscribed():
+    """A profile of more ranks than this machine has cores ran with --oversubscribe: model fit
+    (and predict --profile) measure its environment's curves so too, not refused for slots."""
+    import os
+
+    from cloudhpc.curves.prediction import source_options
+
+    cores = os.cpu_count() or 1
+    for nprocs, crowded in ((cores, False), (cores + 2, True)):
+        prof, _ = make_profile(2, "S")
+        prof.nprocs = nprocs
+        opts = source_options(prof, None, "res")
+        assert opts.nprocs == nprocs and opts.oversubscribe is crowded

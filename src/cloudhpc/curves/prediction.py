@@ -12,6 +12,7 @@ model, say) joins by taking the same profile and target and returning the same r
 from __future__ import annotations
 
 import dataclasses
+import os
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -80,7 +81,10 @@ def source_options(profile: Any, record: Record | None, results: str) -> LaunchO
                 "curves, which predict cannot measure from here yet: profile on this machine "
                 "or on an emulated cluster"
             )
-    return LaunchOptions(nprocs=profile.nprocs, hosts=hosts, env=env, mpi=mpi, results=results)
+    # a profile of more ranks than this machine has cores ran oversubscribed: so do its curves
+    crowded = hosts is None and profile.nprocs > (os.cpu_count() or 1)
+    return LaunchOptions(nprocs=profile.nprocs, hosts=hosts, env=env, mpi=mpi, results=results,
+                         oversubscribe=crowded)  # fmt: skip
 
 
 def region_of(record: Record | None) -> float | None:
