@@ -18,9 +18,11 @@ DEB_PACKAGES := iproute2 binutils chromium chromium-driver slurm-wlm munge libpm
 # libmpich-dev build the reference NPB (npb_mops.py, profiler_vs_mpip.py) and mpiP against
 # Debian's MPICH; g++ builds IMB (build-imb.sh, middlewares.py); a Java runtime runs PySpark (kmeans_*.py);
 # Maven and a Java 17 JDK build the Hadoop and Giraph peers (benchmarks/peers/hadoop, seed_peers.py).
-# mpiP is built without libunwind and libbfd (build-mpip.sh), so it needs neither.
+# mpiP is built without libunwind and libbfd (build-mpip.sh), so it needs neither. libsimgrid-dev
+# is SimGrid with SMPI (smpicc, smpiff, smpirun): predict_scale.py simulates the reference NPB on
+# a platform calibrated from cloudhpc's curves (benchmarks/smpi_peer.py).
 # `make bench` installs them with apt-get's own progress; no benchmark script installs anything.
-BENCH_DEB_PACKAGES := velvet gfortran mpich libmpich-dev g++ default-jre-headless maven openjdk-17-jdk-headless
+BENCH_DEB_PACKAGES := velvet gfortran mpich libmpich-dev g++ default-jre-headless maven openjdk-17-jdk-headless libsimgrid-dev
 
 # Installing munge and slurm-wlm would start their daemons with Debian's default configuration
 # (invoke-rc.d, deb-systemd-invoke): a policy-rc.d that says no (exit 101) stops that while apt

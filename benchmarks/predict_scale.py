@@ -11,11 +11,25 @@ model fit`, then per target and repetition `cloudhpc predict --model M --size KE
 native | --hosts H)` and the real run, back to back. Error = (predicted - measured) / measured
 of the job's total_s; a cell is the median prediction against the median measurement.
 
-The scale part (P' = 16, 64 against SimGrid SMPI) comes with the SMPI peer.
+Scale, simulated (SimGrid SMPI as the peer, smpi_peer.py): a platform of this machine measured
+once (`cloudhpc platform measure here --env native -n 2`), the same models predicted on it at
+P = 2 and P' = 16, 64 (`predict --model M --size class=C -n P' --platform here.json`:
+collectives extrapolated by MPICH's algorithms) and the reference NPB 3.4 kernel built with
+SMPI's compilers simulated on a SimGrid platform calibrated from that platform file's ping-pong
+curve and compute probe (smpirun, MPICH's collective selection). At P = 2 both are checked
+against a measurement of their own program (the reference run with mpiexec; cloudhpc's kernel
+run with `cloudhpc npb`): the one closer to its measurement is named. At P' the two programs
+differ (cloudhpc's kernels are numba, the reference is C/Fortran), so what is compared is the
+speedup each predicts from P = 2: cloudhpc's (T(2) - start-up) / (T(P') - start-up) against
+SMPI's T(2) / T(P') of the kernel's timer. Class B for IS (its iterations match A's), class A
+for CG, FT, MG (their class B runs more iterations, which a model fitted on S, W refuses).
 
 Run:  .venv/bin/python benchmarks/predict_scale.py [--repeat 3] [--out DIR | --save]
-      .venv/bin/python benchmarks/predict_scale.py --quick    # IS S,W -> A on native, once
-Writes predict_scale.{json,md,png}; --save also its section of benchmarks/RESULTS.md.
+      .venv/bin/python benchmarks/predict_scale.py --quick    # IS S,W -> A native; SMPI at A
+      .venv/bin/python benchmarks/predict_scale.py --no-smpi  # the measured part alone
+Writes predict_scale.{json,md,png} (and predict_scale_smpi.md); --save also its section of
+benchmarks/RESULTS.md. Needs `make bench` (Debian's libsimgrid-dev for SMPI, mpich for the
+reference); installs nothing.
 """
 
 from __future__ import annotations
@@ -29,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 from common import (
     _RECORDS,
@@ -36,6 +51,7 @@ from common import (
     machine,
     out_path,
     parse_args,
+    require_program,
     save_figure,
     update_results_md,
     write_json,
@@ -43,6 +59,8 @@ from common import (
 )
 
 from cloudhpc import cluster, signals
+
+BIN_MPIEXEC = os.path.join(os.path.dirname(sys.executable), "mpiexec")
 
 NPB = ("cg", "ft", "is", "mg")
 KMEANS = ["d=4", "k=16", "iterations=20", "tol=0", "model=spmd", "generate=true"]
@@ -203,6 +221,118 @@ def plot(cells: list[dict], path: str) -> None:
     save_figure(fig, path, dpi=120)
 
 
+def scale_part(args: argparse.Namespace, models: dict) -> list[dict]:
+    """SMPI against cloudhpc at P = 2 and args.scale_procs (module docstring)."""
+    import smpi_peer
+    from npb_mops import build_reference, reference
+
+    kernels = [k for k in args.workloads if k in NPB]
+    plat_path = str(out_path("here.platform.json"))
+    cli_json("platform", "measure", "here", "--env", "native", "-n", "2", "--out", plat_path)
+    plat = smpi_peer.load(plat_path)
+    cal = smpi_peer.calibration(plat, 2)
+    print(f"SimGrid calibration from {plat_path}: latency {cal['latency_s'] * 1e6:.2f} us, "
+          f"bandwidth {cal['bandwidth_Bps'] / 1e9:.2f} GB/s, bw-factor {cal['bw_factor']}",
+          flush=True)  # fmt: skip
+    work = Path(tempfile.mkdtemp(prefix="cloudhpc-bench-smpi-"))
+    cells = []
+    try:
+        for k in kernels:
+            cls = args.scale_class if k == "is" else "A"
+            sim_bin = smpi_peer.build(k, cls, work)
+            ref_bin = build_reference(cls, [k]) / f"{k}.{cls}.x"
+            rows = {}
+            for p in [2, *args.scale_procs]:
+                xml = smpi_peer.write_platform(work / f"{k}-{p}.xml", p, cal,
+                                               smpi_peer.platform_speed(plat, None))  # fmt: skip
+                load = os.getloadavg()[0]
+                sim = smpi_peer.simulate(sim_bin, p, xml, cal, work)
+                pred = cli_json("predict", "--model", models[k], "--size", f"class={cls}",
+                                "-n", str(p), "--platform", plat_path)  # fmt: skip
+                start = sum(
+                    t["time_s"]
+                    for t in pred["terms"]
+                    if t["term"] == "start-up" and t["role"] == pred["slowest_role"]
+                )
+                row = {"workload": k, "class": cls, "P": p, "smpi_s": sim["time_s"],
+                       "smpi_wall_s": sim["wall_s"], "predicted_s": pred["predicted_total_s"],
+                       "low_s": pred["low_s"], "high_s": pred["high_s"], "startup_s": start,
+                       "extrapolated": pred["extrapolated"], "load": load,
+                       "commands": [sim["command"], pred["_cmd"]]}  # fmt: skip
+                if p == 2:  # this machine runs both programs: measure them
+                    ref = reference(ref_bin, 2, args.reference_mpiexec)
+                    ours = cli_record("npb", k, "--class", cls, "-n", "2")
+                    row["measured_reference_s"] = ref["time_s"]
+                    row["measured_s"] = float(ours["timings"]["total_s"])
+                    row["smpi_error"] = (sim["time_s"] - ref["time_s"]) / ref["time_s"]
+                    row["error"] = (row["predicted_s"] - row["measured_s"]) / row["measured_s"]
+                    row["closer"] = ("cloudhpc" if abs(row["error"]) < abs(row["smpi_error"])
+                                     else "SMPI")  # fmt: skip
+                row["load_after"] = os.getloadavg()[0]
+                rows[p] = row
+                cells.append(row)
+            base = rows[2]
+            for p, row in rows.items():
+                ours_speedup = (base["predicted_s"] - base["startup_s"]) / max(
+                    row["predicted_s"] - row["startup_s"], 1e-12
+                )
+                smpi_speedup = base["smpi_s"] / max(row["smpi_s"], 1e-12)
+                row["speedup_cloudhpc"] = ours_speedup
+                row["speedup_smpi"] = smpi_speedup
+                row["speedup_ratio"] = ours_speedup / smpi_speedup
+                meas = (
+                    f"measured reference {row['measured_reference_s']:.3f} s (SMPI "
+                    f"{row['smpi_error']:+.0%}), cloudhpc's {row['measured_s']:.3f} s "
+                    f"(predicted {row['error']:+.0%}): {row['closer']} closer"
+                    if p == 2
+                    else f"speedup from P = 2: cloudhpc {ours_speedup:.2f}x, "
+                    f"SMPI {smpi_speedup:.2f}x (ratio {ours_speedup / smpi_speedup:.2f})"
+                )
+                print(
+                    f"{k} class {row['class']} P = {p:3d}: SMPI {row['smpi_s']:.4f} s "
+                    f"(simulated in {row['smpi_wall_s']:.1f} s), cloudhpc "
+                    f"{row['predicted_s']:.4f} s; {meas}; load {row['load']:.1f}",
+                    flush=True,
+                )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return cells
+
+
+def write_scale(cells: list[dict], version: str) -> str:
+    header = ["workload", "P", "SMPI s (reference)", "cloudhpc s (range)", "measured ref s",
+              "measured cloudhpc s", "closer", "speedup cloudhpc / SMPI", "load"]  # fmt: skip
+    table = []
+    for c in cells:
+        table.append([
+            f"{c['workload']} {c['class']}", c["P"], f"{c['smpi_s']:.4f}",
+            f"{c['predicted_s']:.3f} ({c['low_s']:.3f}-{c['high_s']:.3f})",
+            f"{c['measured_reference_s']:.3f}" if "measured_reference_s" in c else "-",
+            f"{c['measured_s']:.3f}" if "measured_s" in c else "-",
+            c.get("closer", "-"),
+            f"{c['speedup_cloudhpc']:.2f} / {c['speedup_smpi']:.2f}" if c["P"] != 2 else "-",
+            f"{c['load']:.1f}-{c['load_after']:.1f}",
+        ])  # fmt: skip
+    off = [abs(c["speedup_ratio"] - 1) for c in cells if c["P"] != 2]
+    headline = (
+        f"Scale (simulated): cloudhpc's speedup from P = 2 within 25 % of SMPI's in "
+        f"{sum(o <= 0.25 for o in off)} of {len(off)} cells (median |difference| "
+        f"{statistics.median(off):.0%})"
+        if off
+        else "Scale (simulated): no P' cells"
+    )
+    notes = [
+        f"SimGrid SMPI ({version}) simulates the reference NPB 3.4 kernel on a platform calibrated "
+        "from the same platform file cloudhpc predicts from (smpi_peer.py); at P = 2 each is "
+        "compared with a measurement of its own program, at P' their speedups from P = 2.",
+        headline + ".",
+    ]
+    md = write_markdown("predict_scale_smpi", "Scaling models at P' against SimGrid SMPI",
+                        header, table, notes)  # fmt: skip
+    print(headline)
+    return md.read_text().split("\n", 1)[1]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
@@ -236,11 +366,34 @@ def main() -> None:
         action="store_true",
         help="a smoke run: IS fitted on S, W, predicted at A on native, once",
     )
+    ap.add_argument("--no-smpi", action="store_true", help="leave the SimGrid SMPI part out")
+    ap.add_argument(
+        "--scale-procs",
+        default="16,64",
+        help="P' simulated by SMPI and predicted by cloudhpc (default 16,64)",
+    )
+    ap.add_argument(
+        "--scale-class",
+        default="B",
+        help="IS's class at P' (default B; --quick: A); CG, FT, MG use A (B's iterations differ)",
+    )
+    ap.add_argument(
+        "--reference-mpiexec",
+        default=BIN_MPIEXEC,
+        help="mpiexec of the reference run at P = 2 (default: the venv's MPICH)",
+    )
     args = parse_args(ap)  # fmt: skip
     if args.quick and args.save:
         ap.error("--quick is a smoke run, not figures of record: give --out DIR, or leave --save")
     if args.quick:
         args.workloads, args.targets, args.repeat = "is", "native", 1
+        args.scale_class = "A"
+    try:
+        args.scale_procs = [int(p) for p in args.scale_procs.split(",") if p.strip()]
+    except ValueError:
+        ap.error(f"--scale-procs {args.scale_procs!r}: give process counts, e.g. 16,64")
+    if any(p < 3 for p in args.scale_procs) or args.scale_class not in ("A", "B"):
+        ap.error("--scale-procs above 2; --scale-class A or B")
     args.workloads = [w for w in args.workloads.split(",") if w]
     args.classes = [c.strip().upper() for c in args.classes.split(",") if c.strip()]
     targets = [t for t in args.targets.split(",") if t]
@@ -252,6 +405,12 @@ def main() -> None:
             ap.error(f"unknown target {t!r}; known: {', '.join(TARGETS)}")
     if args.repeat < 1 or args.kmeans_n < 1000 or not set(args.classes) <= {"A", "B"}:
         ap.error("--repeat >= 1, --kmeans-n >= 1000, --classes of A, B")
+    smpi = not args.no_smpi and any(w in NPB for w in args.workloads)
+    if smpi:
+        import smpi_peer
+
+        smpi_peer.require_smpi()
+        require_program("mpicc", "the NPB reference's compilers (Debian's mpich)", "--no-smpi")
     signals.install()
     start = machine()
     load_start = os.getloadavg()[0]
@@ -278,6 +437,7 @@ def main() -> None:
                 cluster.down(cname)
     finally:
         shutil.rmtree(state, ignore_errors=True)
+    scale = scale_part(args, models) if smpi else []
     cells = summarise(rows)
     errors = [abs(c["error"]) for c in cells]
     worst = max(cells, key=lambda c: abs(c["error"]))
@@ -291,7 +451,8 @@ def main() -> None:
         "measured_within_range": sum(c["within_range"] for c in cells),
     }
     write_json("predict_scale", {"machine": start, "repeat": args.repeat, "summary": summary,
-                                 "cells": cells, "runs": rows, "profiles": profiles})  # fmt: skip
+                                 "cells": cells, "runs": rows, "profiles": profiles,
+                                 "smpi": scale})  # fmt: skip
     headline = (
         f"Median |error| **{summary['median_abs_error']:.1%}**, worst "
         f"**{summary['worst_abs_error']:.1%}** ({summary['worst_cell']}); "
@@ -319,6 +480,10 @@ def main() -> None:
                         header, table, notes)  # fmt: skip
     plot(cells, "predict_scale.png")
     section = md.read_text().split("\n", 1)[1] + "\n![predict_scale](results/predict_scale.png)\n"
+    if scale:
+        import smpi_peer
+
+        section += "\n" + write_scale(scale, smpi_peer.version())
     update_results_md("predict_scale", "What-if at a new size (predict --model, issue 33)",
                       section)  # fmt: skip
     print(headline)
