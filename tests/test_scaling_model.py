@@ -373,3 +373,18 @@ def test_curves_of_an_oversubscribed_profile_are_measured_oversubscribed():
         prof.nprocs = nprocs
         opts = source_options(prof, None, "res")
         assert opts.nprocs == nprocs and opts.oversubscribe is crowded
+
+
+def test_cpu_time_fit_takes_each_ranks_share_on_a_core():
+    """--cpu-time: a rank that was on a core 40 % of its time computed 0.4 x its wall time."""
+    prof, rec = make_profile(2, "W")
+    wall = observe(prof, rec).roles["other ranks"].compute_s
+    for rp in prof.ranks:
+        rp.cpu_s = 0.4 * rp.total_s
+    assert observe(prof, rec, cpu_time=True).roles["other ranks"].compute_s == pytest.approx(
+        0.4 * wall
+    )
+    assert observe(prof, rec).roles["other ranks"].compute_s == pytest.approx(wall)
+    prof.ranks[1].cpu_s = None
+    with pytest.raises(Exception, match="no CPU time of rank 1"):
+        observe(prof, rec, cpu_time=True)

@@ -87,9 +87,14 @@ class Observation:
     sites_from: str  # "call sites", or "functions" when the profile has no call sites
 
 
-def observe(profile: Any, record: Record | dict[str, Any]) -> Observation:
+def observe(
+    profile: Any, record: Record | dict[str, Any], *, cpu_time: bool = False
+) -> Observation:
     """The fit's view of one `cloudhpc profile --app` record and its profile; one line
-    (CloudhpcError) for a profile that cannot be a point of a model."""
+    (CloudhpcError) for a profile that cannot be a point of a model. `cpu_time`: each rank's
+    compute is its wall time times its share of time on a core (the profile's cpu_s over
+    total_s), as if it had a core to itself: for profiles of more ranks than cores
+    (--oversubscribe), or on a loaded machine."""
     rec = as_record(record)
     rid = rec.id
     app = rec.params.get("app")
@@ -120,10 +125,19 @@ def observe(profile: Any, record: Record | dict[str, Any]) -> Observation:
     ranks = {rp.rank: _rank_sites(profile, rp) for rp in profile.ranks}
     by_rank = {r: s for r, (s, _) in ranks.items()}
     sites_from = "call sites" if all(how for _, how in ranks.values()) else "functions"
-    roles = {ROLE0: _role([0], by_rank, region, startup, profile)}
+    share = {rp.rank: 1.0 for rp in profile.ranks}
+    if cpu_time:
+        for rp in profile.ranks:
+            if rp.cpu_s is None or not rp.total_s:
+                raise CloudhpcError(
+                    f"profile {rid} has no CPU time of rank {rp.rank} (an older profile): "
+                    "fit without --cpu-time, or profile again"
+                )
+            share[rp.rank] = min(rp.cpu_s / rp.total_s, 1.0)
+    roles = {ROLE0: _role([0], by_rank, region, startup, share)}
     others = [r for r in by_rank if r != 0]
     if others:
-        roles[OTHERS] = _role(others, by_rank, region, startup, profile)
+        roles[OTHERS] = _role(others, by_rank, region, startup, share)
     return Observation(
         id=rid,
         nprocs=int(profile.nprocs),
@@ -203,11 +217,12 @@ def _messages_per_call(st: Any) -> float:
     return n / st.count if st.count and n else 1.0
 
 
-def _role(ranks: list[int], by_rank: dict, region: float, startup: float, profile: Any) -> RoleObs:
+def _role(ranks: list[int], by_rank: dict, region: float, startup: float,
+          share: dict[int, float]) -> RoleObs:  # fmt: skip
     """The role's sites (mean over its ranks; a rank without a site counts 0) and its slowest
-    rank's compute time."""
+    rank's compute time (times its share of time on a core: 1 unless fitted on CPU time)."""
     compute = max(max(region - startup - sum(t for _, t in by_rank[r].values()), 0.0)
-                  for r in ranks)  # fmt: skip
+                  * share[r] for r in ranks)  # fmt: skip
     keys = sorted({k for r in ranks for k in by_rank[r]})
     sites = {}
     n = len(ranks)

@@ -66,6 +66,13 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         "products); pairs: every pair of building blocks, which recovers a constant beside a "
         "term from two sizes of clean data and overfits noisy data (docs/predict.md)",
     )
+    f.add_argument(
+        "--cpu-time",
+        action="store_true",
+        help="each rank's compute as if it had a core to itself: its wall time times its "
+        "share of time on a core (the profile's CPU time over its time); for profiles of more "
+        "ranks than cores (--oversubscribe) or taken on a loaded machine",
+    )
     f.add_argument("--timeout", type=float, metavar="SEC", help="end a curves measurement "
                    "after SEC seconds")  # fmt: skip
     _common(f)
@@ -116,12 +123,17 @@ def _fit(args: argparse.Namespace) -> int:
         if rid in seen:
             raise CloudhpcError(f"profile {rid} is given twice")
         seen.add(rid)
-        obs.append(observe(profile, record))
+        obs.append(observe(profile, record, cpu_time=args.cpu_time))
         loaded.setdefault(profile.nprocs, (profile, record))
     check_profiles(obs)  # every one-line refusal before anything is measured
     if not args.no_curves:
         _split_waiting(obs, loaded, args)
     model = fit_model(obs, search=args.search)
+    if args.cpu_time:
+        model.notes.append(
+            "compute fitted from CPU time (--cpu-time): the program on cores of its own; a "
+            "machine shared with other work runs it slower"
+        )
     model.compute_probe_s = probe_of_machine(args.results, model.machine)
     write_json(args.out, model.to_json())
     _print(model, args)
