@@ -12,7 +12,9 @@ native | --hosts H)` and the real run, back to back. Error = (predicted - measur
 of the job's total_s; a cell is the median prediction against the median measurement.
 
 Scale, simulated (SimGrid SMPI as the peer, smpi_peer.py): a platform of this machine measured
-once (`cloudhpc platform measure here --env native -n 2`), the same models predicted on it at
+once (`cloudhpc platform measure here --env native -n 2`), models fitted for scale (classes W
+and A at P = 1, 2, 4, 8, oversubscribed past this machine's cores, compute from CPU time:
+`model fit --cpu-time`; `--scale-fit 1,2` keeps the size part's) predicted on it at
 P = 2 and P' = 16, 64 (`predict --model M --size class=C -n P' --platform here.json`:
 collectives extrapolated by MPICH's algorithms) and the reference NPB 3.4 kernel built with
 SMPI's compilers simulated on a SimGrid platform calibrated from that platform file's ping-pong
@@ -221,12 +223,31 @@ def plot(cells: list[dict], path: str) -> None:
     save_figure(fig, path, dpi=120)
 
 
+def scale_fit(k: str, classes: list[str], procs: list[int]) -> str:
+    """The scale part's model of NPB kernel k: profiles at `classes` x `procs` (oversubscribed
+    past this machine's cores), compute fitted from CPU time (`model fit --cpu-time`)."""
+    ids = []
+    for c in classes:
+        for p in procs:
+            rec = cli_record("profile", "-n", str(p), "--oversubscribe",
+                             tail=("--app", "npb", f"kernel={k}", f"class={c}"))  # fmt: skip
+            ids.append(rec["id"])
+            print(f"profiled {k} class {c} P = {p} (scale model): total "
+                  f"{rec['extra']['app_timings']['total_s']:.3f} s", flush=True)  # fmt: skip
+    model = str(out_path(f"{k}.scale.model.json"))
+    cli_json("model", "fit", *[w for i in ids for w in ("--profile", i)], "--cpu-time", "--out",
+             model)  # fmt: skip
+    return model
+
+
 def scale_part(args: argparse.Namespace, models: dict) -> list[dict]:
     """SMPI against cloudhpc at P = 2 and args.scale_procs (module docstring)."""
     import smpi_peer
     from npb_mops import build_reference, reference
 
     kernels = [k for k in args.workloads if k in NPB]
+    if args.scale_fit_procs != [1, 2]:
+        models = {k: scale_fit(k, args.scale_fit_classes, args.scale_fit_procs) for k in kernels}
     plat_path = str(out_path("here.platform.json"))
     cli_json("platform", "measure", "here", "--env", "native", "-n", "2", "--out", plat_path)
     plat = smpi_peer.load(plat_path)
@@ -378,6 +399,13 @@ def main() -> None:
         help="IS's class at P' (default B; --quick: A); CG, FT, MG use A (B's iterations differ)",
     )
     ap.add_argument(
+        "--scale-fit",
+        default="1,2,4,8:W,A",
+        metavar="PROCS:CLASSES",
+        help="the scale part's models: profiled at PROCS (oversubscribed past the cores) and "
+        "CLASSES, compute from CPU time (default 1,2,4,8:W,A; 1,2 uses the size part's models)",
+    )
+    ap.add_argument(
         "--reference-mpiexec",
         default=BIN_MPIEXEC,
         help="mpiexec of the reference run at P = 2 (default: the venv's MPICH)",
@@ -394,6 +422,14 @@ def main() -> None:
         ap.error(f"--scale-procs {args.scale_procs!r}: give process counts, e.g. 16,64")
     if any(p < 3 for p in args.scale_procs) or args.scale_class not in ("A", "B"):
         ap.error("--scale-procs above 2; --scale-class A or B")
+    procs, _, classes = args.scale_fit.partition(":")
+    try:
+        args.scale_fit_procs = sorted({int(p) for p in procs.split(",") if p.strip()})
+    except ValueError:
+        ap.error(f"--scale-fit {args.scale_fit!r}: PROCS:CLASSES, e.g. 1,2,4,8:W,A")
+    args.scale_fit_classes = [c.strip().upper() for c in (classes or "S,W").split(",") if c]
+    if len(args.scale_fit_procs) < 2 or len(args.scale_fit_classes) < 2:
+        ap.error("--scale-fit: at least two process counts and two classes")
     args.workloads = [w for w in args.workloads.split(",") if w]
     args.classes = [c.strip().upper() for c in args.classes.split(",") if c.strip()]
     targets = [t for t in args.targets.split(",") if t]
