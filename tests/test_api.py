@@ -150,6 +150,7 @@ def test_a_campaign_from_toml_and_from_python_makes_the_same_records(tmp_path, m
     monkeypatch.chdir(b)
     made = cloudhpc.Campaign(**CAMPAIGN_PY).run(results="res")
     assert len(made) == 8 and all(m.status == "ok" for m in made)
+
     def order(r: dict) -> tuple:  # started_at has whole seconds: two runs may share one
         c = r["campaign"]
         return c["repetition"], c["workload"], json.dumps(c["cell"], sort_keys=True)

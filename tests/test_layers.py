@@ -37,6 +37,7 @@ LAYERS: list[set[str]] = [
         "params",
         "version",
         "facade",
+        "checkpoint",
     },  # fmt: skip
     # where ranks run and how they talk: execution engines, MPI implementations, the emulated
     # cluster's machinery, Slurm (its client commands, a one-node Slurm), the NPB kernels

@@ -46,13 +46,26 @@ class RunContext:
         self.remote = False  # a copy inside a driver engine's worker process (see __setstate__)
         self.check_s = 0.0  # this rank's seconds in `checking` (the record's check_s)
         self.checked_against: str | None = None
+        self._checkpoints: Any = None
+
+    @property
+    def checkpoints(self) -> Any:
+        """The job's checkpoints on this rank (checkpoint.runtime.Checkpoints; None when the job
+        has none). The models find them on their engine (engines.registry.engine_for)."""
+        if self._checkpoints is None and self.job.checkpoint and not self.remote:
+            from .checkpoint.runtime import Checkpoints
+            from .checkpoint.settings import CheckpointSettings
+
+            settings = CheckpointSettings.from_dict(self.job.checkpoint)
+            self._checkpoints = Checkpoints(settings, self.rank, self.size, tell=self._control)
+        return self._checkpoints
 
     # A model's task closure may hold the context (to time phases inside the task). On a driver
     # engine it travels to the workers: the copy has no communicator or engine, times into this
     # process's WORKER_PHASES, and leaves progress and messages to the driver.
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state.update(comm=None, engine=None, phases=None)
+        state.update(comm=None, engine=None, phases=None, _checkpoints=None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -56,6 +56,8 @@ class Job:
     cluster: dict[str, Any] | None = None
     # the machine type the run stands for, for its cost: {"type": "c5n.18xlarge", "nodes": 2}
     instance: dict[str, Any] | None = None
+    # checkpoints and restarts (checkpoint.CheckpointSettings.to_dict()), None without them
+    checkpoint: dict[str, Any] | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), sort_keys=True, separators=(",", ":"))

@@ -260,6 +260,8 @@ def run(job: Job, t_import: float | None = None, ready: float | None = None) -> 
             },
             "clock": clock,
         }
+        if ctx.checkpoints is not None:  # what was written and resumed (rank 0's account)
+            result["checkpoint"] = ctx.checkpoints.summary()
         clock["result"] = time.time()
         _control({"result": result})
 

@@ -22,8 +22,8 @@ from typing import Any
 from ..analysis.cost import instance_type
 from ..errors import CloudhpcError
 from ..launch.execute import run_job
-from ..launch.jobs import command_line, job_for, request_for, spec_of
-from ..launch.options import DEFAULT_RESULTS, LAUNCH, RUNTIME, LaunchOptions
+from ..launch.jobs import command_line, job_for, request_for, runtime_of, spec_of
+from ..launch.options import DEFAULT_RESULTS, LAUNCH, LaunchOptions
 from ..launch.runner import Monitor
 from ..params import ParamError
 from ..results.record import Record, as_record
@@ -75,7 +75,8 @@ def run(
     "bench.pingpong", "npb") with `params` (its declared parameters by name) on `np` ranks in
     environment `env`; `check=True` verifies the answer against the app's independent
     reference. Other launch options by name: hosts, placement, layout, launcher, oversubscribe,
-    timeout, instance, nodes, prices, engine, ray_address, inject_failure. Returns the run's
+    timeout, instance, nodes, prices, engine, ray_address, inject_failure; checkpoint_every,
+    checkpoint_dir, restart, restarts, keep_checkpoints (docs/checkpoint.md). Returns the run's
     Record (written to `results`, default ./cloudhpc-results)."""
     values = dict(params or {})
     if check:
@@ -177,8 +178,7 @@ class App:
         self.params = spec.params
         launch = [
             inspect.Parameter(p.pyname, inspect.Parameter.KEYWORD_ONLY, default=p.default)
-            for p in (*LAUNCH, *RUNTIME)
-            if p.name not in spec.params
+            for p in (*LAUNCH, *runtime_of(spec))
         ]
         launch.insert(0, inspect.Parameter("np", inspect.Parameter.KEYWORD_ONLY, default=None))
         launch.append(inspect.Parameter("results", inspect.Parameter.KEYWORD_ONLY, default=None))

@@ -52,6 +52,10 @@ class JobSpec:
     preflight: Callable[[dict[str, Any], Any, Any, bool], None] | None = None
     module: Any = None  # the module that declares it (MAIN, warm_up_runs)
     legacy: bool = False  # a plugin on the argparse hooks (its module's add_arguments)
+    # its models write checkpoints (--checkpoint-every, --restarts: docs/checkpoint.md)
+    checkpoints: bool = False
+    # a refusal of checkpoints for some of its params (kmeans --model spmd): one line
+    check_checkpoints: Callable[[dict[str, Any]], None] | None = None
     adds_check: bool = False  # `check` is cloudhpc's, not the module's own
 
     def job_params(self, values: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -114,6 +118,8 @@ def from_module(name: str, module: Any) -> JobSpec:
         module=module,
         legacy=legacy,
         adds_check=adds_check,
+        checkpoints=bool(getattr(module, "CHECKPOINTS", False)),
+        check_checkpoints=getattr(module, "check_checkpoints", None),
     )
 
 

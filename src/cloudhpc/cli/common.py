@@ -55,6 +55,13 @@ def add_launch_options(p: argparse.ArgumentParser, default_np: int = 1) -> None:
         "the run is recorded as `timeout`",
     )
     b.add_argument("--account", metavar="A", help="the account to charge")
+    b.add_argument(
+        "--requeue",
+        action="store_true",
+        help="let Slurm requeue the job when it is preempted or its node fails (sbatch "
+        "--requeue); with --checkpoint-every K the requeued job resumes from its newest "
+        "checkpoint (docs/checkpoint.md)",
+    )
     o = p.add_argument_group("output")
     o.add_argument(
         "--results",
@@ -129,6 +136,7 @@ def submitting(args: argparse.Namespace) -> bool:
         getattr(args, "partition", None),
         getattr(args, "time", None),
         getattr(args, "account", None),
+        bool(getattr(args, "requeue", False)),
     )
     check_options(submit, opts)
     return submit and in_batch_job() is None
@@ -139,7 +147,7 @@ def submit_run(job: Job, args: argparse.Namespace) -> None:
     --dry-run)."""
     from ..launch.batch import SubmitOptions, submit
 
-    opts = SubmitOptions(args.partition, args.time, args.account)
+    opts = SubmitOptions(args.partition, args.time, args.account, bool(args.requeue))
     entry = submit(job, sys.argv[1:], opts, job.oversubscribe, args.dry_run)
     if args.dry_run:
         out.print(entry["script"], highlight=False, markup=False, soft_wrap=True, end="")

@@ -16,8 +16,7 @@ from collections.abc import Sequence
 
 from ..apps.registry import BUILTIN, job_spec, run_apps
 from ..errors import CloudhpcError
-from ..launch.jobs import job_for
-from ..launch.options import RUNTIME
+from ..launch.jobs import job_for, runtime_of
 from ..results.record import Record
 from ..text import count
 from .common import add_launch_options, execute, launch_options, record_footer
@@ -47,7 +46,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         a = add_subparser(sub, name, spec.help, spec.description)
         groups = spec.add_arguments(a)
         r = groups.get("runtime") or a.add_argument_group("runtime")
-        RUNTIME.without(*spec.params.names).add_arguments(a, {"runtime": r})
+        runtime_of(spec).add_arguments(a, {"runtime": r})
         add_launch_options(a)
         a.set_defaults(handler=handle, _spec=spec)
 
@@ -62,6 +61,7 @@ def handle(args: argparse.Namespace) -> int:
         if record.report:
             out.print(record.report, highlight=False, markup=False)
         _print_timings(record)
+        _print_checkpoints(record)
         record_footer(record)
     return record.exit_code
 
@@ -99,3 +99,35 @@ def _print_timings(record: Record) -> None:
     n = record.nprocs
     ranks = count(n, unit) if isinstance(n, int) else f"? {unit}s"
     err.print(f"{ranks}, engine {engine}{faults}: " + "; ".join(parts), highlight=False)
+
+
+def _print_checkpoints(record: Record) -> None:
+    """One line: the checkpoints written and their cost, the restarts and the work they lost."""
+    c = record.section("checkpoint")
+    if not c:
+        return
+    unit = c.get("unit") or "iteration"
+    parts = [f"{c.get('written', 0)} written"]
+    if c.get("every"):
+        parts[0] += f" every {count(c['every'], unit)}"
+    if c.get("per_checkpoint_s") is not None:
+        parts[0] += f" ({c['per_checkpoint_s']:.3f}s each in the background)"
+    if c.get("restarts"):
+        lost = count(c.get("work_lost", 0), unit)
+        parts.append(f"{count(c['restarts'], 'restart')}, {lost} lost")
+        if c.get("resume_s") is not None:
+            parts.append(
+                f"resumed {c['resume_s']:.2f}s after the failure (its load "
+                f"{c.get('resume_load_s', 0.0):.2f}s)"
+            )
+    elif c.get("resumed"):
+        r = c["resumed"]
+        if r.get("unit") == "result":
+            parts.append(f"resumed after stage {r.get('stage')}")
+        else:
+            parts.append(f"resumed from {r.get('unit', unit)} {r.get('step')}")
+    if c.get("disabled"):
+        parts.append(f"turned off: {c['disabled']}")
+    if c.get("kept"):
+        parts.append(f"kept in {c.get('dir')}")
+    err.print("checkpoints: " + "; ".join(parts), highlight=False, markup=False)

@@ -24,6 +24,9 @@ Array collectives take and return NumPy arrays; the object methods are for small
 
 from __future__ import annotations
 
+import os
+import signal
+import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, ClassVar
@@ -46,10 +49,22 @@ class Engine(ABC):
     needs_start: ClassVar[bool] = False
     rank: int
     size: int
+    #: the job's checkpoints (checkpoint.runtime.Checkpoints), set by engine_for; None: none
+    checkpoints: Any = None
+    #: --inject-failure ITER:RANK on an SPMD engine, (iteration, rank); set by engine_for
+    inject_failure: tuple[int, int] | None = None
 
     @property
     def is_root(self) -> bool:
         return self.rank == 0
+
+    def fault_point(self, step: int) -> None:
+        """Where a model may lose this rank on demand (--inject-failure ITER:RANK, a test hook):
+        SIGKILL, as a node failure or the kernel's OOM killer would, at step ITER of the
+        iterative or BSP model (an iteration counted from 1, a superstep from 0)."""
+        if self.inject_failure is not None and tuple(self.inject_failure) == (step, self.rank):
+            sys.stdout.flush()
+            os.kill(os.getpid(), signal.SIGKILL)
 
     @property
     def workers(self) -> int:

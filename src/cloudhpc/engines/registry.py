@@ -81,11 +81,20 @@ def start_engine(job: Any, preload: tuple[str, ...] = ()) -> Engine | None:
 
 def engine_for(ctx: Any) -> Engine:
     """The engine named by the job (ctx.job.engine): the job's started driver engine, or an SPMD
-    engine on the job's communicator (ctx.comm)."""
+    engine on the job's communicator (ctx.comm). It carries the job's checkpoints
+    (ctx.checkpoints) and, on an SPMD engine, the failure to inject (--inject-failure), so that
+    the models checkpoint and fail without the apps passing anything."""
+    checkpoints = getattr(ctx, "checkpoints", None)
     started = getattr(ctx, "engine", None)
     if started is not None:
+        started.checkpoints = checkpoints
         return started
     name = getattr(ctx.job, "engine", "mpi")
     if name == "serial" and ctx.size > 1:
         raise CloudhpcError(f"engine 'serial' runs in one process, but the job has {ctx.size}")
-    return get_engine(name, ctx.comm)
+    engine = get_engine(name, ctx.comm)
+    engine.checkpoints = checkpoints  # the models find the job's checkpoints here
+    inject = (getattr(ctx.job, "engine_options", None) or {}).get("inject_failure")
+    if inject:
+        engine.inject_failure = (int(inject[0]), int(inject[1]))
+    return engine

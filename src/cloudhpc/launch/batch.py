@@ -49,6 +49,7 @@ class SubmitOptions:
     partition: str | None = None
     time: str | None = None  # as given; checked by parse_time_limit
     account: str | None = None
+    requeue: bool = False  # sbatch --requeue: preempted or on a failed node, the job runs again
 
 
 def in_batch_job() -> Path | None:
@@ -67,6 +68,7 @@ def check_options(submit: bool, opts: SubmitOptions) -> int | None:
             ("--partition", opts.partition),
             ("--time", opts.time),
             ("--account", opts.account),
+            ("--requeue", opts.requeue or None),
         ):
             if value is not None:
                 raise CloudhpcError(f"{name} is for --submit (a Slurm batch job)")
@@ -151,6 +153,8 @@ def sbatch_options(
         sbatch.append(("time", format_time_limit(parse_time_limit(opts.time))))
     if opts.account:
         sbatch.append(("account", opts.account))
+    if opts.requeue:
+        sbatch.append(("requeue", None))
     if array is not None:
         sbatch.append(("array", f"0-{array - 1}"))
     out = "slurm-%A_%a.out" if array is not None else "slurm-%j.out"
@@ -210,6 +214,11 @@ def submit(
         return {"script": text, "job_dir": str(job_dir)}
     client = SlurmClient()
     partition = check_job(job, client, opts, oversubscribe)
+    if job.checkpoint:  # another job's checkpoints, none to resume: said now, not in the job
+        from ..checkpoint.settings import CheckpointSettings
+        from ..checkpoint.store import check_before_launch
+
+        check_before_launch(CheckpointSettings.from_dict(job.checkpoint))
     text = script_text(job, job_dir, command, opts, partition, oversubscribe)
     entry = {
         "app": job.app,

@@ -13,7 +13,9 @@ ends at its batch job's time limit (status `timeout`, launch/batch.py).
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +25,7 @@ from ..job import Job
 from ..results.provenance import Probe
 from ..results.store import check_writable, make_record, now_utc, write_record
 from ..signals import Terminated
+from .checkpointing import Replan, Session
 from .runner import Monitor, Outcome, plan_job, provisioned, raise_for_failure, run_plan
 
 ExitCode = Callable[[dict], int]  # a completed run's record -> the command's exit status
@@ -45,6 +48,7 @@ def run_job(
     exit_code: ExitCode | None = None,
     annotate: dict[str, Any] | None = None,
     keep_failures: bool = False,
+    replan: Replan | None = None,
 ) -> dict[str, Any]:
     """Run `job` and write its record (returned, with `_path`). `annotate`: fields added to the
     record (a campaign's `campaign`). `exit_code(record)` is the command's exit status for a
@@ -52,26 +56,56 @@ def run_job(
 
     With `keep_failures` a run that could not start or did not complete (a rank crashed, a
     timeout, bad input only the ranks could see, the MPI could not be installed) is recorded as
-    failed, its error in `extra.error`, and its record returned instead of the error raised."""
+    failed, its error in `extra.error`, and its record returned instead of the error raised.
+
+    A job with checkpoints and `--restarts R` is relaunched after it lost a rank or a host
+    (launch/checkpointing.py); `replan(job, outcome)` may give the job to relaunch instead (on
+    the hosts that are left)."""
     check_writable(job.results_dir)
     with Probe() as probe:  # the load before the run; git status while it runs
         started, launch, ran, outcome = now_utc(), {}, job, None
+        session = Session(job, replan)
         try:
-            with provisioned(job) as ran:  # --env capped:RATE: a cluster for the run
-                plan = plan_job(ran)
+            # --env capped:RATE: a cluster for the run; checkpoints: their directory locked
+            with provisioned(job) as ran, session:
+                ran = dataclasses.replace(ran, checkpoint=session.job.checkpoint)
                 started = now_utc()
-                try:
-                    outcome = run_plan(plan, monitor, ran.timeout_s)
-                except Terminated:
-                    record_time_limit(ran, plan, started, probe, annotate)
-                    raise
+                t0 = time.monotonic()
+                wall = 0.0
+                while True:  # relaunched after a lost rank (--restarts R), from a checkpoint
+                    plan = plan_job(ran)
+                    try:
+                        limit = _remaining(ran.timeout_s, t0) if session.attempts else ran.timeout_s
+                        outcome = run_plan(plan, monitor, limit)
+                    except Terminated:
+                        record_time_limit(ran, plan, started, probe, annotate)
+                        raise
+                    wall += outcome.wall_s
+                    reason = session.restart_reason(outcome)
+                    if reason is None:
+                        break
+                    n, most = len(session.attempts), session.settings.restarts
+                    point = session.resume_point
+                    where = (
+                        f"its checkpoint of {point['text']}"
+                        if point else "the start (no checkpoint was whole yet)"
+                    )  # fmt: skip
+                    monitor.note(f"{reason}; restarting from {where} (restart {n} of {most})")
+                    ran = session.relaunch(ran, outcome)
+                session.finished(outcome)
             launch = {
                 "argv": plan.argv,
                 "env": plan.variables,
-                "wall_s": round(outcome.wall_s, 3),
+                "wall_s": round(wall, 3),
                 **plan.details,  # slurm: the job id
             }
-            raise_for_failure(outcome)
+            try:
+                raise_for_failure(outcome)
+            except CloudhpcError as e:
+                hint = session.hint()
+                if hint:
+                    raise type(e)(f"{e}{hint}") from None
+                raise
         except EnvironmentFailure as e:  # a full disk: the run is recorded, if its record fits
             if launch or keep_failures:
                 _failed(ran, started, launch, e, probe, annotate, outcome)
@@ -83,7 +117,15 @@ def run_job(
             if failed is None:  # its record could not be written either
                 raise
             return failed
-        return _record(ran, plan, outcome, started, launch, probe, exit_code, annotate)
+        checkpoint = session.account(outcome, outcome.result) if session.active else None
+        return _record(ran, plan, outcome, started, launch, probe, exit_code, annotate, checkpoint)
+
+
+def _remaining(timeout: float | None, t0: float) -> float | None:
+    """What is left of --timeout for a relaunch (the whole job and its relaunches have one)."""
+    if timeout is None:
+        return None
+    return max(timeout - (time.monotonic() - t0), 0.001)
 
 
 def record_time_limit(
@@ -137,6 +179,7 @@ def _record(
     probe: Probe,
     exit_code: ExitCode | None,
     annotate: dict[str, Any] | None,
+    checkpoint: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     res = outcome.result or {}
     record = make_record(
@@ -159,6 +202,8 @@ def _record(
         record["launch"]["startup"] = startup
     if plan.warnings:  # said with the run's result (times it qualifies), not before an error
         record["launch"]["warnings"] = list(plan.warnings)
+    if checkpoint is not None:  # checkpoints written, restarts, work lost (docs/checkpoint.md)
+        record["checkpoint"] = checkpoint
     record.update(annotate or {})
     code = int(exit_code(record)) if exit_code is not None else 0
     record["status"] = "ok" if code == 0 else "failed"

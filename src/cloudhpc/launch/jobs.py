@@ -24,10 +24,12 @@ from ..apps.spec import JobSpec
 from ..errors import CloudhpcError
 from ..job import Job
 from ..memory import check_fits
+from ..params import Params
 from ..paths import check_run_files
+from .checkpointing import settings_of
 from .execute import RunRequest
 from .names import RAY, SLURM
-from .options import LAUNCH, RUNTIME, LaunchOptions, make_job
+from .options import CHECKPOINT_OPTIONS, LAUNCH, RUNTIME, LaunchOptions, make_job
 
 
 def spec_of(name: str) -> JobSpec:
@@ -53,7 +55,8 @@ def job_for(
         params = spec.prepare(params)
     if spec.command.startswith("run "):  # so that the app's validate can refuse a model
         params["engine"] = opts.engine
-    job = make_job(name, params, opts)
+    checkpoint = settings_of(spec, params, opts)  # --checkpoint-every, --restarts, ...
+    job = make_job(name, params, opts, checkpoint=checkpoint)
     if spec.run_files is not None:
         check_run_files(spec.run_files(params), job.results_dir)
     check_memory(spec, params, job)  # before validate: it may generate the data
@@ -78,7 +81,8 @@ def request_for(job: Job) -> RunRequest:
 
 def engine_options(spec: JobSpec, opts: LaunchOptions) -> dict[str, Any]:
     """The engine, checked against the job, and its settings (--ray-address, --ray-token-file,
-    --inject-failure), checked; refused with engines they do not apply to."""
+    --inject-failure), checked; refused with engines they do not apply to (--inject-failure on
+    mpi and serial: for a job with checkpoints, whose models kill the rank)."""
     from ..engines.registry import ENGINES, check_available
 
     engine = opts.engine
@@ -98,10 +102,23 @@ def engine_options(spec: JobSpec, opts: LaunchOptions) -> dict[str, Any]:
     inject = given.get("inject_failure")
     if engine != "ray":
         given_ = (("--ray-address", ray_address), ("--ray-token-file", token_file))
-        for flag, value in (*given_, ("--inject-failure", inject)):
+        for flag, value in given_:
             if value is not None:
                 raise CloudhpcError(f"{flag} applies to --engine ray, not {engine}")
-        return {}
+        if inject is None:
+            return {}
+        if not spec.checkpoints:
+            raise CloudhpcError(
+                f"--inject-failure on --engine {engine} kills a rank at an iteration of an app "
+                f"with checkpoints (kmeans, pagerank, components, ...); {spec.name} has none"
+            )
+        ckpt = opts.checkpoints or {}
+        if ckpt.get("checkpoint_every") is None and ckpt.get("restart") is None:
+            raise CloudhpcError(
+                f"--inject-failure applies to --engine ray, or on --engine {engine} to a job "
+                "with checkpoints: give --checkpoint-every K (and --restarts R to see it resume)"
+            )
+        return {"inject_failure": parse_injection(inject, opts.nprocs)}
     check_available("ray")
     if opts.launcher not in (None, RAY):
         raise CloudhpcError(
@@ -168,6 +185,13 @@ def check_memory(spec: JobSpec, params: dict[str, Any], job: Job) -> None:
     check_fits(need, f"run {job.app}", hosts)
 
 
+def runtime_of(spec: JobSpec) -> Params:
+    """The runtime options of a `run` app: RUNTIME's, without those it declares itself, and
+    the checkpoint options only for an app with checkpoints."""
+    skip = () if spec.checkpoints else CHECKPOINT_OPTIONS
+    return RUNTIME.without(*spec.params.names, *skip)
+
+
 def command_words(name: str, values: dict[str, Any], launch: dict[str, Any]) -> list[str]:
     """The command line (after `cloudhpc`) that gives job `name` these values and launch values:
     what a record made from Python or a campaign's TOML values says it ran."""
@@ -219,7 +243,7 @@ def read_command(words: list[str]) -> tuple[str, dict[str, Any], dict[str, Any]]
     parser = WordsParser(prog=f"cloudhpc {spec.command}", add_help=False)
     groups = spec.add_arguments(parser)
     if head == "run":
-        RUNTIME.without(*spec.params.names).add_arguments(parser, groups)
+        runtime_of(spec).add_arguments(parser, groups)
     LAUNCH.add_arguments(parser)
     ns = parser.parse_args(rest)
     values = spec.params.from_namespace(ns)

@@ -66,7 +66,8 @@ LAUNCH = Params(
     what="",
     group="launch",
 )  # fmt: skip
-# how a `run` app's job runs: its engine and the engine's settings
+CHECKPOINT_GROUP = "checkpoints (docs/checkpoint.md)"
+# how a `run` app's job runs: its engine and the engine's settings, its checkpoints
 RUNTIME = Params(
     Param("engine", str, "mpi", "where tasks execute: mpi (SPMD ranks), serial (one process, "
           "the T(1) baseline) or ray (a driver and -n P worker actors that survive lost "
@@ -79,14 +80,33 @@ RUNTIME = Params(
           "token authentication (`ray get-auth-token` on its head prints it); without it the "
           "token is Ray's: RAY_AUTH_TOKEN, the file RAY_AUTH_TOKEN_PATH names, or "
           "~/.ray/auth_token", metavar="FILE"),
-    Param("inject_failure", str, None, "ray, a test hook: kill worker WORKER's process "
+    Param("inject_failure", str, None, "a test hook: ray: kill worker WORKER's process "
           "(SIGKILL) when it finishes its first task of iteration ITER (1-based; a map-only or "
-          "map-reduce pass is one iteration); the worker is replaced and its lost tasks re-run",
-          metavar="ITER:WORKER"),
+          "map-reduce pass is one iteration); the worker is replaced and its lost tasks re-run. "
+          "mpi and serial, for an app with checkpoints: kill rank WORKER (SIGKILL) after its map "
+          "of iteration ITER, or at superstep ITER of a graph app; with --restarts the job "
+          "resumes from its newest checkpoint", metavar="ITER:WORKER"),
+    # checkpoints and restarts, for an app whose models write them (docs/checkpoint.md)
+    Param("checkpoint_every", int, None, "write a checkpoint every K iterations (supersteps of "
+          "a graph app), in the background while the next ones compute; removed once the run "
+          "succeeds", min=1, metavar="K", group=CHECKPOINT_GROUP),
+    Param("checkpoint_dir", str, None, "where (default: RESULTS/checkpoints/APP-STAMP); every "
+          "rank must reach it", metavar="DIR", group=CHECKPOINT_GROUP),
+    Param("restart", str, None, "resume from the newest whole checkpoint in DIR (of this job: "
+          "the same parameters and inputs; -n may be smaller than the run that wrote it)",
+          metavar="DIR", group=CHECKPOINT_GROUP),
+    Param("restarts", int, None, "relaunch the job, up to R times, when a rank or a host dies: "
+          "each time it resumes from its newest checkpoint", min=0, metavar="R",
+          group=CHECKPOINT_GROUP),
+    Param("keep_checkpoints", bool, False, "keep the checkpoints after a successful run (they "
+          "are removed by default)", group=CHECKPOINT_GROUP),
     what="",
     group="runtime",
 )  # fmt: skip
 ENGINE_OPTIONS = ("ray_address", "ray_token_file", "inject_failure")
+# the runtime options of an app with checkpoints (JobSpec.checkpoints)
+CHECKPOINT_OPTIONS = ("checkpoint_every", "checkpoint_dir", "restart", "restarts",
+                      "keep_checkpoints")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -110,6 +130,9 @@ class LaunchOptions:
     instance_nodes: int | None = None  # --nodes N of that type (default: the run's hosts)
     engine: str = "mpi"  # where tasks execute (engines/registry.py)
     prices: str | None = None  # the price table --instance is checked against (None: shipped)
+    # --checkpoint-every, --restarts, ... as given (CHECKPOINT_OPTIONS); job_for makes them the
+    # Job's checkpoint settings (launch/checkpointing.py)
+    checkpoints: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def from_values(cls, values: dict[str, Any], **fields: Any) -> LaunchOptions:
@@ -125,6 +148,9 @@ class LaunchOptions:
         options = {k: given[k] for k in ENGINE_OPTIONS if k in given}
         if options:
             found["engine_options"] = options
+        checkpoints = {k: found.pop(k) for k in CHECKPOINT_OPTIONS if k in found}
+        if checkpoints:
+            found["checkpoints"] = checkpoints
         return cls(**{**found, **fields})
 
 
@@ -133,9 +159,14 @@ def _pick(values: dict[str, Any], params: Params) -> dict[str, Any]:
 
 
 def make_job(
-    app: str, params: dict[str, Any], opts: LaunchOptions, engine: str | None = None
+    app: str,
+    params: dict[str, Any],
+    opts: LaunchOptions,
+    engine: str | None = None,
+    checkpoint: dict[str, Any] | None = None,
 ) -> Job:
-    """Validate the launch options and build the immutable Job (`engine`: opts.engine's)."""
+    """Validate the launch options and build the immutable Job (`engine`: opts.engine's;
+    `checkpoint`: its checkpoint settings, launch/checkpointing.py's settings_for)."""
     engine = engine or opts.engine
     from ..envs import get_environment
     from ..results.store import store_path
@@ -209,6 +240,7 @@ def make_job(
         engine_options=dict(opts.engine_options),
         cluster=cluster,
         instance=instance,
+        checkpoint=dict(checkpoint) if checkpoint else None,
     )
 
 

@@ -83,6 +83,9 @@ class Outcome:
     clock: dict[str, float] = field(default_factory=dict)
     # rank -> wait status of the ranks that did not end with 0, as the launcher reported them
     rank_exits: dict[int, int] = field(default_factory=dict)
+    # what rank 0 said of the job's checkpoints (steps begun, checkpoints written, resumed),
+    # each with `t`, time.time() when it arrived (launch/checkpointing.py)
+    checkpoint_events: list[dict[str, Any]] = field(default_factory=list)
 
 
 @contextmanager
@@ -242,21 +245,31 @@ def _run(plan: LaunchPlan, monitor: Monitor, timeout: float | None, control_dir:
             timer = threading.Timer(timeout, expire)
             timer.start()
         report = ""  # the launcher's report of how each rank ended, as read so far
+        blanks = 0  # empty lines held back: the launcher's noise may follow (then they go too)
         for line in proc.stdout:
             line = line.rstrip("\n")
             msg = _control_message(line)
             if msg is not None:
                 _dispatch(msg, outcome, monitor)
-            elif not (mpi.stdout_noise and line.startswith(mpi.stdout_noise)):
+            elif mpi.stdout_noise and line.startswith(mpi.stdout_noise):
+                blanks = 0
+            elif not line:
+                blanks += 1
+            else:
                 # read whole: over several hosts each further host's statuses are a line of
                 # their own ("[host2] 0"), which alone would look like the program's output
                 rest, ends = mpi.rank_exits(f"{report}{line}\n")
-                if line and not rest.strip():
+                if not rest.strip():
                     report += f"{line}\n"
                     outcome.rank_exits = ends
                 else:
                     report = ""
+                    for _ in range(blanks):
+                        monitor.output("")
                     monitor.output(line)
+                blanks = 0
+        for _ in range(blanks):
+            monitor.output("")
         proc.wait()
         outcome.clock["exited"] = time.time()
         end_tagged(token)  # whatever the ranks left running (a program's background children)
@@ -321,6 +334,14 @@ def _control_message(line: str) -> dict[str, Any] | None:
 
 
 def _dispatch(msg: dict[str, Any], outcome: Outcome, monitor: Monitor) -> None:
+    if isinstance(msg.get("checkpoint"), dict):
+        event, events = {**msg["checkpoint"], "t": time.time()}, outcome.checkpoint_events
+        if event.get("event") == "step" and events and events[-1].get("event") == "step":
+            events[-1] = event  # only the last step begun matters (the work a failure loses)
+        else:
+            events.append(event)
+        if "note" not in msg:
+            return
     if "progress" in msg:
         monitor.progress(*msg["progress"])
     elif "say" in msg:

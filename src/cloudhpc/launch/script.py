@@ -47,6 +47,7 @@ SBATCH_OPTIONS: dict[str, str | None] = {
     "cpus-per-task": "count",
     "nodelist": "names",
     "overcommit": None,
+    "requeue": None,
     "partition": "names",
     "time": "time",
     "account": "name",

@@ -15,6 +15,16 @@ block of C this way.
 `reload_static=True` calls `configure` again every iteration and drops the data after use: the
 Hadoop way, kept for measuring what caching static data saves.
 
+Checkpoints (CGL-MapReduce/Twister's: the static data is reloaded from its source, so only the
+dynamic data and the iteration need saving): when the job has them (`--checkpoint-every K`,
+found on the engine), the dynamic data is written every K iterations by the root alone, in a
+thread, while the next iterations compute (checkpoint/runtime.py); a job that resumes
+(`--restart DIR`, `--restarts R`) starts from the newest one with `configure` called for its
+own P, which re-splits the static data when P changed. The answer is bit for bit that of a run
+without failure at the same P (the same reductions in the same order); at another P the
+partial sums are added in another order (within rounding). `--inject-failure ITER:RANK` kills
+RANK after its map of iteration ITER (engines.base.Engine.fault_point).
+
 On a driver engine (ray) the driver runs the loop: the static data is a per-partition state on the
 workers (long-running map tasks, `configure(part, nparts)` called there), the dynamic data is
 broadcast through the object store each iteration, the partials are reduced by the workers in a
@@ -46,12 +56,14 @@ Example (the mean of distributed data by fixed-point iteration; any engine)::
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ..checkpoint.runtime import Stage, stage_of
 from ..engines.base import Engine, check_op
 from ._timing import PhaseTimer, timer_or_null
 
@@ -74,6 +86,12 @@ class IterativeResult:
     dynamic: np.ndarray  # the last dynamic data (on every worker)
     iterations: int
     converged: bool
+    resumed_from: int = 0  # the checkpoint's iteration this run started from (0: the start)
+
+    @property
+    def iterations_run(self) -> int:
+        """The iterations this run computed (all of them unless it resumed)."""
+        return self.iterations - self.resumed_from
 
 
 def iterative_map_reduce(
@@ -112,26 +130,32 @@ def iterative_map_reduce(
     if max_iterations < 0:
         raise ValueError("max_iterations must be >= 0")
     timer = timer_or_null(timer)
+    stage = stage_of(engine, "iterative", timer)
     if not engine.spmd:
         return _iterate_driver(
             engine, configure, map_fn, combine, initial, max_iterations, converged, op,
-            reload_static, timer, on_iteration,
+            reload_static, timer, on_iteration, stage,
         )  # fmt: skip
     static = None
     if not reload_static:
         with timer.phase("load"):
             static = configure(engine.rank, engine.size)
-    with timer.phase("communicate"):
-        dynamic = engine.bcast(initial if engine.is_root else None)
+    iteration, done, dynamic = _resume(engine, stage, timer)
+    start = iteration
+    if dynamic is None:
+        with timer.phase("communicate"):
+            dynamic = engine.bcast(initial if engine.is_root else None)
 
-    iteration, done = 0, False
     while iteration < max_iterations and not done:
         iteration += 1
+        if stage is not None:
+            stage.begin(iteration)
         if reload_static:
             with timer.phase("load"):
                 static = configure(engine.rank, engine.size)
         with timer.phase("compute"):
             partial = np.ascontiguousarray(map_fn(static, dynamic))
+        engine.fault_point(iteration)
         if reload_static:
             static = None
         if collective == "allreduce":
@@ -161,7 +185,37 @@ def iterative_map_reduce(
         dynamic = new
         if on_iteration is not None:
             on_iteration(iteration, dynamic)
-    return IterativeResult(dynamic=dynamic, iterations=iteration, converged=done)
+        _checkpoint(stage, iteration, dynamic, done, max_iterations)
+    if stage is not None:
+        stage.finish()
+    return IterativeResult(dynamic, iteration, done, start)
+
+
+def _resume(engine: Any, stage: Stage | None, timer: PhaseTimer):
+    """(iteration, done, dynamic data on every worker) from the newest checkpoint when the job
+    resumes (collective), else (0, False, None)."""
+    snap = stage.resume() if stage is not None else None
+    if snap is None:
+        return 0, False, None
+    t0 = time.perf_counter()
+    with timer.phase("restore"):
+        saved = snap.read(0)["dynamic"] if engine.is_root else None
+        dynamic = engine.bcast(saved)
+    stage.resumed_at(snap, time.perf_counter() - t0)
+    return snap.step, bool(snap.meta.get("done")), dynamic
+
+
+def _checkpoint(
+    stage: Stage | None, iteration: int, dynamic: np.ndarray, done: bool, limit: int
+) -> None:
+    """Every K iterations, the dynamic data (the root's: the same everywhere) in the background;
+    none once the loop ends (the job is finishing)."""
+    if stage is None:
+        return
+    if stage.due(iteration) and iteration < limit and not done:
+        stage.save(iteration, {"dynamic": dynamic}, {"done": done}, root_only=True)
+    else:
+        stage.poll()
 
 
 def _iterate_driver(
@@ -176,6 +230,7 @@ def _iterate_driver(
     reload_static: bool,
     timer: PhaseTimer,
     on_iteration: Callable[[int, np.ndarray], None] | None,
+    stage: Stage | None,
 ) -> IterativeResult:
     """The driver's side: static data cached in the workers, dynamic data broadcast."""
     nparts = engine.workers
@@ -183,14 +238,18 @@ def _iterate_driver(
     if not reload_static:
         with timer.phase("load"):
             key = engine.state(configure)  # each worker: configure(part, nparts), kept
-    dynamic = np.asarray(initial)
-    iteration, done = 0, False
+    iteration, done, dynamic = _resume(engine, stage, timer)
+    start = iteration
+    if dynamic is None:
+        dynamic = np.asarray(initial)
     reload_and_map = _ReloadAndMap(configure, map_fn, nparts)
     parts = [[p] for p in range(nparts)]
     try:
         while iteration < max_iterations and not done:
             iteration += 1
             engine.begin_iteration()
+            if stage is not None:
+                stage.begin(iteration)
             with timer.phase("compute"):
                 if reload_static:  # the Hadoop way: every map task loads its split again
                     partials = engine.each(reload_and_map, args=(dynamic,), part_args=parts)
@@ -207,10 +266,13 @@ def _iterate_driver(
             dynamic = new
             if on_iteration is not None:
                 on_iteration(iteration, dynamic)
+            _checkpoint(stage, iteration, dynamic, done, max_iterations)
+        if stage is not None:
+            stage.finish()
     finally:
         if key is not None:
             engine.drop(key)
-    return IterativeResult(dynamic=dynamic, iterations=iteration, converged=done)
+    return IterativeResult(dynamic, iteration, done, start)
 
 
 @dataclass

@@ -4,6 +4,13 @@ Items are handed out dynamically (items differ in cost, as CAP3's files do); a f
 retried up to `retries` more times on the worker that ran it; a failure is recorded per item and
 never stops the other items.
 
+Checkpoints (`--checkpoint-every K`, found on the engine): items are independent, so any set of
+finished items is a state to resume from; each rank saves the outcomes it has (every K of its
+items, in the background, a checkpoint of its own: checkpoint.runtime.Stage.of_this_rank), and a
+job that resumes runs only the items no checkpoint holds, on any number of ranks. Outcomes must
+be JSON (an item's value: numbers, strings, lists, dicts). `--inject-failure N:RANK` kills RANK
+after its N-th item.
+
 On an SPMD engine every worker runs this function and takes items from `dynamic_range`; on a
 driver engine (ray) the driver runs it and the items run as tasks on the workers
 (`map_items`): an item that was running on a worker that died runs again on its replacement, so
@@ -24,9 +31,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..checkpoint.runtime import stage_of
 from ..engines.base import Engine, Progress, report_each
 from ..errors import EnvironmentFailure
 from ._timing import PhaseTimer, timer_or_null
@@ -104,22 +112,55 @@ def map_only(
     n = len(items)
     if not engine.spmd:
         return _map_only_driver(engine, fn, items, retries, schedule, timer, progress)
+    stage = stage_of(engine, "map_only", timer, unit="item")
+    earlier = _resume(stage, timer)
+    todo = [i for i in range(n) if i not in earlier] if earlier else range(n)
     if schedule == "dynamic":
-        indices: Iterable[int] = engine.dynamic_range(n, progress)
+        indices: Iterable[int] = engine.dynamic_range(len(todo), progress)
     elif schedule == "static":
-        block = engine.static_range(n)
-        indices = report_each(block, len(block), _scaled(progress, n) if engine.is_root else None)
+        block = engine.static_range(len(todo))
+        shown = _scaled(progress, len(todo)) if engine.is_root else None
+        indices = report_each(block, len(block), shown)
     else:
         raise ValueError(f"unknown schedule {schedule!r}; use 'dynamic' or 'static'")
     mine: list[ItemOutcome] = []
+    own = stage.of_this_rank() if stage is not None else None
     with timer.phase("compute"):
-        for i in indices:
+        for j in indices:
+            i = todo[j]
             mine.append(run_item(fn, items[i], i, retries, engine.rank))
+            if own is not None:
+                engine.fault_point(len(mine))
+                if own.due(len(mine)):
+                    own.save(len(mine), {}, {"outcomes": [asdict(o) for o in mine]},
+                             root_only=True)  # fmt: skip
+                else:
+                    own.poll()
+    if own is not None:
+        own.finish()
     with timer.phase("communicate"):
         per_worker = engine.gather_objects(mine)
     if per_worker is None:
         return None
-    return sorted((o for part in per_worker for o in part), key=lambda o: o.index)
+    done = [o for part in per_worker for o in part] + list(earlier.values())
+    return sorted(done, key=lambda o: o.index)
+
+
+def _resume(stage: Any, timer: PhaseTimer) -> dict[int, ItemOutcome]:
+    """The outcomes every rank's checkpoints hold when the job resumes (collective), by item."""
+    if stage is None:
+        return {}
+    t0 = time.perf_counter()
+    with timer.phase("restore"):
+        snaps = stage.resume_ranks()
+        earlier = {}
+        for snap in snaps:
+            for o in snap.meta.get("outcomes", []):
+                earlier[int(o["index"])] = ItemOutcome(**o)
+    if snaps:
+        what = f"{len(earlier)} finished item" + "s" * (len(earlier) != 1)
+        stage.resumed_at(snaps[0], time.perf_counter() - t0, what, len(earlier))
+    return earlier
 
 
 def _map_only_driver(

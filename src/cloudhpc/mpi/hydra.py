@@ -26,6 +26,14 @@ class Hydra(MpiImplementation):
     bootstrap = "-launcher"
     bootstrap_exec = "-launcher-exec"
     noise_prefixes = ("=====", "BAD TERMINATION", "PID ", "RUNNING AT ", "EXIT CODE", "CLEANING UP")
+    # the box it prints on stdout when a rank is killed (cloudhpc says which rank, in one line)
+    stdout_noise = (
+        "=====",
+        "=   ",
+        "YOUR APPLICATION TERMINATED WITH THE EXIT STRING",
+        "This typically refers to a problem with your application",
+        "Please see the FAQ page for debugging",
+    )
 
     def rank_exits(self, stderr: str) -> tuple[str, dict[int, int]]:
         # "[mpiexec@HOST] Exit codes: [HOST] 0,768" then "[HOST2] 0,0" (a line per further

@@ -73,6 +73,9 @@ class Settings:
 class Simplify(VertexProgram):
     message_dtype = np.int64
     combiner = None
+    # its master walks a plan kept in attributes, beside arrays of the construction: no
+    # checkpoints of its supersteps (the assembler keeps its stages' results: stages.py)
+    checkpoint_state = None
     aggregators = {
         "links": "sum", "tips": "sum", "bubbles": "sum", "low_coverage": "sum", "edges": "sum"
     }  # fmt: skip

@@ -23,6 +23,8 @@ DESCRIPTION = (
 )
 MAIN = "cloudhpc.apps.assemble.job:main"
 ENGINES = ("mpi", "serial")
+# --checkpoint-every: the result of counting and of simplification kept (stages.py)
+CHECKPOINTS = True
 MAX_K = 31
 
 

@@ -17,6 +17,7 @@ from ...engines import engine_for
 from ...jit import load_packages
 from ...models.bsp.hashing import owners_of
 from ...paths import make_output_dir
+from . import stages
 from .bsp_kernels import warm_up as warm_bsp
 from .cli import input_files, validate
 from .contigs import basic_stats, select, write_contigs
@@ -54,25 +55,35 @@ def main(ctx) -> dict[str, Any]:
     if p.get("memory_check", True):  # validate() refused a run that may not fit; record it
         memory = {"memory_needed_bytes": memory_needed(bases_bound, k)}
 
-    kv, counting = count_kmers_mr(
-        engine, chunks, k, ctx, progress=lambda d, n: ctx.progress(d, n, "chunks"),
-        partitioner=lambda keys, n: owners_of(keys, n, True),
-    )  # fmt: skip
-    if counting["bases"] == 0:
-        ctx.fail("the input holds no bases (empty reads)")
-    if counting["distinct_kmers"] == 0:
-        ctx.fail(
-            f"every read is shorter than --k {k} ({counting['bases']} bases read): no k-mer to "
-            "count, so no contig; give a smaller --k"
-        )
-    with ctx.phase("build"):
-        hist = coverage_histogram(engine, kv.values[:, 0])
-        min_count = p.get("min_count") or first_minimum(hist)
-        part = filter_partition(kv, int(min_count))
-        del kv
+    # --checkpoint-every: each finished stage's result is kept (stages.py), a restart resumes
+    # after the last one
+    counted = stages.counted(ctx, engine)
+    if counted is not None:
+        part, hist, counting, min_count = counted
+    else:
+        kv, counting = count_kmers_mr(
+            engine, chunks, k, ctx, progress=lambda d, n: ctx.progress(d, n, "chunks"),
+            partitioner=lambda keys, n: owners_of(keys, n, True),
+        )  # fmt: skip
+        if counting["bases"] == 0:
+            ctx.fail("the input holds no bases (empty reads)")
+        if counting["distinct_kmers"] == 0:
+            ctx.fail(
+                f"every read is shorter than --k {k} ({counting['bases']} bases read): no "
+                "k-mer to count, so no contig; give a smaller --k"
+            )
+        with ctx.phase("build"):
+            hist = coverage_histogram(engine, kv.values[:, 0])
+            min_count = p.get("min_count") or first_minimum(hist)
+            part = filter_partition(kv, int(min_count))
+            del kv
+        stages.save_counted(ctx, engine, part, hist, counting, int(min_count))
     min_cov = p.get("min_cov")
     min_cov = coverage_cutoff(hist, int(min_count)) if min_cov is None else float(min_cov)
-    result = simplify(ctx, engine, part, {**p, "min_cov": min_cov})
+    result = stages.simplified(ctx, engine)
+    if result is None:
+        result = simplify(ctx, engine, part, {**p, "min_cov": min_cov})
+        stages.save_simplified(ctx, engine, result)
     min_contig = int(p.get("min_contig") or 2 * k)
     contigs = None
     if ctx.is_root:

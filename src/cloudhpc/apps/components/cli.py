@@ -22,6 +22,8 @@ DESCRIPTION = (
     "nothing changes. --out VALUES.npy holds each vertex's component id (its smallest vertex id)."
 )
 MAIN = "cloudhpc.apps.components.job:main"
+# --checkpoint-every K: the bsp model saves the labels and pending messages at a barrier
+CHECKPOINTS = True
 __all__ = ["ENGINES", "HELP", "MAIN", "memory_estimate", "run_files"]
 
 

@@ -31,6 +31,8 @@ DESCRIPTION = (
     "DIR/summary.json atomically; exits non-zero if an item failed after its retries."
 )
 MAIN = "cloudhpc.apps.files.job:main"
+# --checkpoint-every K: each rank saves the items it finished; a resumed job runs the rest
+CHECKPOINTS = True
 PLACEHOLDER = "{input}"
 
 

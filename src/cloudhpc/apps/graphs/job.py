@@ -228,7 +228,8 @@ def run_graph_app(ctx, app: GraphApp) -> dict[str, Any]:
         "messages": result.messages,
         "delivered": sum(r["delivered"] for r in result.rows),
         "bsp_s": bsp_s,
-        "per_superstep_s": bsp_s / max(result.supersteps, 1),
+        # this run's supersteps (fewer when it resumed from a checkpoint)
+        "per_superstep_s": bsp_s / max(result.supersteps - result.resumed_from, 1),
         **check_metrics,
     }
     extra, text = app.summary(values, result, params) if app.summary else ({}, "")

@@ -30,6 +30,17 @@ DESCRIPTION = (
 MAIN = "cloudhpc.apps.kmeans.job:main"
 MODELS = ("mapreduce", "spmd")
 RTOL = 1e-9  # --check: max |c - c_ref| / max |c_ref|
+# --checkpoint-every, --restart, --restarts: the iterative model saves the centers (dynamic data)
+CHECKPOINTS = True
+
+
+def check_checkpoints(params: dict[str, Any]) -> None:
+    """Checkpoints are in the models: the hand-written MPI loop has none."""
+    if params.get("model", "mapreduce") != "mapreduce":
+        raise CloudhpcError(
+            "kmeans --model spmd is hand-written MPI without checkpoints; they are in the "
+            "models: use --model mapreduce"
+        )
 
 
 PARAMS = Params(

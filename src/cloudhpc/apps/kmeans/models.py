@@ -14,7 +14,7 @@ from .kernels import assign_partial_sums, center_shift, centers_from_sums
 
 def lloyd_spmd(
     ctx, points: np.ndarray, centers: np.ndarray, iterations: int, tol: float
-) -> tuple[np.ndarray, int]:
+) -> tuple[np.ndarray, int, int]:
     """Hand-written MPI Lloyd: local kernel, one in-place Allreduce of (k, d+1) per iteration."""
     from mpi4py import MPI
 
@@ -34,7 +34,7 @@ def lloyd_spmd(
         # Allreduce hands every rank the same sums, so every rank takes the same decision.
         if tol > 0 and shift <= tol:
             break
-    return centers, done
+    return centers, done, done
 
 
 def lloyd_mapreduce(
@@ -44,8 +44,10 @@ def lloyd_mapreduce(
     iterations: int,
     tol: float,
     params: dict[str, Any],
-) -> tuple[np.ndarray, int]:
-    """Lloyd as iterative map-reduce: points static (cached), centers dynamic (broadcast)."""
+) -> tuple[np.ndarray, int, int]:
+    """Lloyd as iterative map-reduce: points static (cached), centers dynamic (broadcast).
+    Returns the centers, the iterations done and those this run computed (fewer when it
+    resumed from a checkpoint)."""
     engine = engine_for(ctx)
     reread = bool(params.get("reread_static"))
     here = (ctx.rank, ctx.size)
@@ -71,4 +73,4 @@ def lloyd_mapreduce(
         timer=ctx,
         on_iteration=lambda it, dyn: ctx.progress(it, iterations, "kmeans"),
     )
-    return result.dynamic, result.iterations
+    return result.dynamic, result.iterations, result.iterations_run

@@ -23,6 +23,8 @@ DESCRIPTION = (
     "--out VALUES.npy holds one value per vertex id 0..V-1."
 )
 MAIN = "cloudhpc.apps.pagerank.job:main"
+# --checkpoint-every K: the bsp model saves the ranks and pending messages at a barrier
+CHECKPOINTS = True
 __all__ = ["ENGINES", "HELP", "MAIN", "memory_estimate", "run_files"]
 RTOL = 1e-9  # --check: max |x - x_ref| / max x_ref
 

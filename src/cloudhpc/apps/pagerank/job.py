@@ -29,6 +29,7 @@ def _compare(values: np.ndarray, ref: np.ndarray) -> tuple[bool, dict[str, float
 def _summary(values, result, params) -> tuple[dict, str]:
     iterations = result.supersteps - 1
     per_it = result.rows[1:] if len(result.rows) > 1 else result.rows
+    per_it = per_it[max(result.resumed_from - 1, 0) :] or per_it  # this run's (it may resume)
     seconds = [r["compute_s"] + r["communicate_s"] for r in per_it]
     top = int(np.argmax(values))
     return (

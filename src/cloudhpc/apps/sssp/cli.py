@@ -23,6 +23,8 @@ DESCRIPTION = (
     "--directed. --out VALUES.npy holds the distances (inf: unreachable)."
 )
 MAIN = "cloudhpc.apps.sssp.job:main"
+# --checkpoint-every K: the bsp model saves the distances and pending messages at a barrier
+CHECKPOINTS = True
 __all__ = ["ENGINES", "HELP", "MAIN", "memory_estimate", "run_files"]
 RTOL = 1e-12  # --check: distances against Dijkstra's
 

@@ -122,6 +122,7 @@ class Mutations:
         part.dst = all_dst[idx]
         part.edge_values = {k: v[idx] for k, v in all_evals.items()}
         part.edges_changed()
+        part.mutated = True
         return {"removed": len(removed), "merged": len(m_local), "renamed_edges": int(renamed)}
 
 

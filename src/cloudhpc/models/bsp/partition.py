@@ -62,6 +62,7 @@ class Partition:
     values: dict[str, np.ndarray] = field(default_factory=dict)
     payload: Ragged | None = None
     alive: np.ndarray = field(default=None)  # type: ignore[assignment]
+    mutated: bool = False  # mutations changed its vertices or edges (checkpoints save them then)
     _table: np.ndarray | None = None
     _plan: tuple | None = None  # routing plan cache (messages.py), dropped on any edge change
     _plan_recv: tuple | None = None  # its receiving side

@@ -76,6 +76,10 @@ class VertexProgram:
     aggregators: ClassVar[dict[str, str]] = {}
     merge_ops: ClassVar[dict[str, str]] = {}
     max_supersteps: ClassVar[int] = 10_000
+    # checkpoints (--checkpoint-every K): the program's own attributes (JSON values) that carry
+    # state from one superstep to the next, saved with the partition; None: a program whose
+    # state cannot be saved (no checkpoints of its supersteps)
+    checkpoint_state: ClassVar[tuple[str, ...] | None] = ()
 
     def init(self, part: Partition) -> None:
         """Set the initial vertex values (part.values[name] = array of n_local rows)."""

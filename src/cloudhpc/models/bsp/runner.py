@@ -14,6 +14,7 @@ import numpy as np
 from ...engines.base import Engine
 from ...errors import CloudhpcError
 from .._timing import PhaseTimer, timer_or_null
+from .checkpoints import BspCheckpoints
 from .exchange import Wire
 from .messages import Outbox
 from .mutations import Mutations
@@ -31,6 +32,7 @@ class BSPResult:
     phase: Any
     globals: dict[str, Any]
     rows: list[dict[str, Any]] = field(default_factory=list)  # one per superstep
+    resumed_from: int = 0  # the checkpoint's superstep this run started from (0: the start)
 
     @property
     def messages(self) -> int:
@@ -71,7 +73,20 @@ def run_bsp(
     by_op = {op: sorted(n for n, o in program.aggregators.items() if o == op) for op in AGG_OPS}
     n_sum, n_max = len(by_op["sum"]), len(by_op["max"])
     s = 0
+    # --checkpoint-every K: the partition's state at a superstep barrier (checkpoints.py)
+    checkpoints = BspCheckpoints.of(engine, program, timer)
+    restored = checkpoints.resume(part, program, timer) if checkpoints is not None else None
+    if restored is not None:
+        s, phase, globals_ = restored.superstep, restored.phase, restored.globals
+        aggregated, rows, halted, inbox = (
+            restored.aggregated, restored.rows, restored.halted, restored.inbox
+        )  # fmt: skip
+        saved = restored.local_rows
+        local_rows = [tuple(r) for r in saved] if saved is not None else [(0.0, 0.0, 0)] * s
+    resumed_from = s
     while s < limit:
+        if checkpoints is not None:
+            checkpoints.begin(s)
         wake = inbox.has & part.alive
         halted[wake] = False
         active = part.alive & ~halted
@@ -83,6 +98,7 @@ def run_bsp(
         t0 = time.perf_counter()
         with timer.phase("compute"):
             program.compute(step)
+        engine.fault_point(s)  # --inject-failure ITER:RANK: this rank dies at superstep ITER
         t1 = time.perf_counter()
         with timer.phase("communicate"):
             # one Alltoall carries everything the ranks must agree on: the rows each sends to
@@ -154,14 +170,21 @@ def run_bsp(
             progress(s, limit)
         if master.woken:
             halted[:] = ~part.alive
+        voted = unhalted == 0 and master.messages == 0 and not master.woken
+        if checkpoints is not None:
+            meta = {"phase": phase, "globals": globals_, "aggregated": aggregated, "rows": rows}
+            ending = master.halted or voted or s >= limit
+            checkpoints.after(s, ending, part, program, halted, inbox, local_rows, meta)
         if master.halted:
             halted_by = "master"
             break
-        if unhalted == 0 and master.messages == 0 and not master.woken:
+        if voted:
             halted_by = "vote"
             break
+    if checkpoints is not None:
+        checkpoints.finish()
     _add_rank_figures(engine, rows, local_rows)
-    return BSPResult(s, halted_by, aggregated, phase, globals_, rows)
+    return BSPResult(s, halted_by, aggregated, phase, globals_, rows, resumed_from)
 
 
 def _add_rank_figures(engine: Engine, rows: list[dict], local_rows: list[tuple]) -> None:
