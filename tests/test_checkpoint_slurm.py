@@ -15,8 +15,6 @@ from helpers import BIN, needs_slurm
 
 from cloudhpc.checkpoint import store
 
-pytestmark = needs_slurm
-
 KMEANS = ["run", "kmeans", "--generate", "--n", "200000", "--k", "8", "--iterations", "400"]
 
 
@@ -31,6 +29,7 @@ def _cli(env: dict, *args: str, cwd: Path, timeout: float = 300):
                           capture_output=True, text=True, timeout=timeout)  # fmt: skip
 
 
+@needs_slurm
 def test_a_requeued_job_resumes_from_its_checkpoint(slurm, tmp_path):
     env = _env(slurm)
     ref = tmp_path / "ref.npy"
@@ -75,3 +74,23 @@ def test_a_requeued_job_resumes_from_its_checkpoint(slurm, tmp_path):
     assert 10 <= c["resumed"]["step"] < 400
     assert np.load(tmp_path / "c.npy").tobytes() == np.load(ref).tobytes()
     assert not checkpoints.exists()  # removed after the success
+
+
+def test_a_requeued_jobs_earlier_outcome_does_not_end_it(tmp_path, monkeypatch):
+    """Slurm SIGTERMs a job it requeues: the outcome that run wrote (CANCELLED) is not how the
+    job ended while Slurm has it queued or running again, and the run that resumes removes it."""
+    from cloudhpc.launch import batch
+
+    cancelled = {"state": "CANCELLED", "restarts": 0}
+    assert batch.job_state({"requeue": True, "outcome": cancelled}, "PENDING") == "PENDING"
+    assert batch.job_state({"requeue": True, "outcome": cancelled}, "RUNNING") == "RUNNING"
+    assert batch.job_state({"requeue": False, "outcome": cancelled}, "RUNNING") == "CANCELLED"
+    assert batch.job_state({"requeue": True, "outcome": cancelled}, None) == "CANCELLED"
+    (tmp_path / "outcome.json").write_text(json.dumps(cancelled))
+    monkeypatch.delenv("SLURM_ARRAY_TASK_ID", raising=False)
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "0")
+    batch.clear_earlier_outcome(tmp_path)  # not requeued: kept
+    assert (tmp_path / "outcome.json").exists()
+    monkeypatch.setenv("SLURM_RESTART_COUNT", "1")
+    batch.clear_earlier_outcome(tmp_path)
+    assert not (tmp_path / "outcome.json").exists()

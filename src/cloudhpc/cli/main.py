@@ -66,10 +66,10 @@ def main(argv: list[str] | None = None) -> None:
     from .. import loadavg
 
     loadavg.reset()  # runs noted before this command (a caller's own, in-process) are not its
-    parser = build_parser(argv)
-    args = parser.parse_args(argv)
     state, message = "COMPLETED", ""
-    try:
+    try:  # a SIGTERM while the parser is built (Slurm requeuing a job that just began): no trace
+        _batch_rerun()
+        args = build_parser(argv).parse_args(argv)
         code = args.handler(args) or 0
     except CloudhpcError as e:
         message = str(e)
@@ -108,6 +108,17 @@ def _load_warning(show: bool) -> None:
     text = loadavg.warning()  # read (and reset) the watch in any case
     if text and show:
         print(f"cloudhpc: warning: {text}", file=sys.stderr)
+
+
+def _batch_rerun() -> None:
+    """Inside a batch job Slurm requeued: the outcome of its earlier run goes (launch/batch.py)."""
+    if not os.environ.get("CLOUDHPC_BATCH_JOB") or not os.environ.get("SLURM_RESTART_COUNT"):
+        return
+    from ..launch import batch
+
+    job_dir = batch.in_batch_job()
+    if job_dir is not None:
+        batch.clear_earlier_outcome(job_dir)
 
 
 def _batch_outcome(state: str, code: int, message: str) -> None:

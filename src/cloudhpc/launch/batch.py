@@ -19,6 +19,7 @@ for the job (squeue %r: TimeLimit) tells them apart, and the run is recorded wit
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -226,6 +227,7 @@ def submit(
         "partition": partition,
         "time_limit": opts.time,
         "account": opts.account,
+        "requeue": opts.requeue,
         "nprocs": job.nprocs,
         "results": str(Path(job.results_dir).absolute()),
     }
@@ -283,6 +285,7 @@ def write_outcome(job_dir: Path, state: str, exit_code: int, message: str = "") 
         "message": message,
         "job_id": os.environ.get("SLURM_JOB_ID"),
         "ended_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+        "restarts": restart_count(),  # Slurm's requeues of the job before this run
     }
     if task is not None:
         outcome["array_task"] = int(task)
@@ -291,6 +294,33 @@ def write_outcome(job_dir: Path, state: str, exit_code: int, message: str = "") 
         write_json(job_dir / name, outcome)
     except (OSError, CloudhpcError):  # the job directory is gone: nothing to tell
         pass
+
+
+def restart_count() -> int:
+    """How many times Slurm requeued the batch job this process runs in (SLURM_RESTART_COUNT;
+    0 outside one)."""
+    try:
+        return max(int(os.environ.get("SLURM_RESTART_COUNT") or 0), 0)
+    except ValueError:
+        return 0
+
+
+def clear_earlier_outcome(job_dir: Path) -> None:
+    """A requeued job (--requeue: preempted, its node failed, `scontrol requeue`) runs its
+    command again: the outcome its earlier run wrote when Slurm ended it is not how the job
+    ended, so it goes (only one cloudhpc wrote, of an earlier run than this one)."""
+    now = restart_count()
+    if now == 0:
+        return
+    task = os.environ.get("SLURM_ARRAY_TASK_ID")
+    path = job_dir / (f"outcome-{task}.json" if task is not None else "outcome.json")
+    try:
+        earlier = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    if isinstance(earlier, dict) and int(earlier.get("restarts") or 0) < now:
+        with contextlib.suppress(OSError):
+            path.unlink()
 
 
 # ---- cloudhpc jobs ---------------------------------------------------------------------------
@@ -342,6 +372,11 @@ def job_state(entry: dict[str, Any], slurm_state: str | None) -> str:
     (Slurm may go on calling the job RUNNING or COMPLETING for minutes when the node's slurmd
     is gone), else Slurm's state while the job is queued or running, else Slurm's last word."""
     outcome = entry.get("outcome") or {}
+    requeued = entry.get("requeue") and outcome.get("state") == "CANCELLED"
+    if requeued and slurm_state in ACTIVE:
+        # --requeue: Slurm ended the earlier run (the outcome it wrote) and runs the job again;
+        # the run that resumes removes that outcome (clear_earlier_outcome)
+        return slurm_state
     if outcome.get("state"):
         return outcome["state"]
     if slurm_state in ("PENDING", "RUNNING", "CONFIGURING", "COMPLETING", "SUSPENDED"):
