@@ -36,7 +36,7 @@ the platform's cores per node unless --ranks-per-node says otherwise.
 examples:
   cloudhpc advise --model is.model.json --size class=B --platform lab --nodes 1,2,4,8,16
   cloudhpc advise --model is.model.json --size class=B --platform lab --platform cloud.json \\
-      --instance c5n.18xlarge --instance c6i.8xlarge --nodes 1,2,4,8,16 --deadline 60
+      --instance c5n.18xlarge --instance c6i.32xlarge --nodes 1,2,4,8,16 --deadline 60
   cloudhpc advise --model km.model.json --size n=10000000 --platform lab \\
       --instance c5n.18xlarge=lab --nodes 2,4,8 --budget 0.5 --json
 """
