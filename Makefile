@@ -20,7 +20,7 @@ DEB_PACKAGES := iproute2 binutils chromium chromium-driver slurm-wlm munge libpm
 # Maven and a Java 17 JDK build the Hadoop and Giraph peers (benchmarks/peers/hadoop, seed_peers.py).
 # mpiP is built without libunwind and libbfd (build-mpip.sh), so it needs neither. libsimgrid-dev
 # is SimGrid with SMPI (smpicc, smpiff, smpirun): predict_scale.py simulates the reference NPB on
-# a platform calibrated from cloudhpc's curves (benchmarks/smpi_peer.py).
+# a platform calibrated from cloudhpc's curves (benchmarks/_smpi.py).
 # `make bench` installs them with apt-get's own progress; no benchmark script installs anything.
 BENCH_DEB_PACKAGES := velvet gfortran mpich libmpich-dev g++ default-jre-headless maven openjdk-17-jdk-headless libsimgrid-dev
 

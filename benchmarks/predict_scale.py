@@ -11,7 +11,7 @@ model fit`, then per target and repetition `cloudhpc predict --model M --size KE
 native | --hosts H)` and the real run, back to back. Error = (predicted - measured) / measured
 of the job's total_s; a cell is the median prediction against the median measurement.
 
-Scale, simulated (SimGrid SMPI as the peer, smpi_peer.py): a platform of this machine measured
+Scale, simulated (SimGrid SMPI as the peer, _smpi.py): a platform of this machine measured
 once (`cloudhpc platform measure here --env native -n 2`), models fitted for scale (classes W
 and A at P = 1, 2, 4, 8, oversubscribed past this machine's cores, compute from CPU time:
 `model fit --cpu-time`; `--scale-fit 1,2` keeps the size part's) predicted on it at
@@ -242,7 +242,7 @@ def scale_fit(k: str, classes: list[str], procs: list[int]) -> str:
 
 def scale_part(args: argparse.Namespace, models: dict) -> list[dict]:
     """SMPI against cloudhpc at P = 2 and args.scale_procs (module docstring)."""
-    import smpi_peer
+    import _smpi
     from npb_mops import build_reference, reference
 
     kernels = [k for k in args.workloads if k in NPB]
@@ -250,8 +250,8 @@ def scale_part(args: argparse.Namespace, models: dict) -> list[dict]:
         models = {k: scale_fit(k, args.scale_fit_classes, args.scale_fit_procs) for k in kernels}
     plat_path = str(out_path("here.platform.json"))
     cli_json("platform", "measure", "here", "--env", "native", "-n", "2", "--out", plat_path)
-    plat = smpi_peer.load(plat_path)
-    cal = smpi_peer.calibration(plat, 2)
+    plat = _smpi.load(plat_path)
+    cal = _smpi.calibration(plat, 2)
     print(f"SimGrid calibration from {plat_path}: latency {cal['latency_s'] * 1e6:.2f} us, "
           f"bandwidth {cal['bandwidth_Bps'] / 1e9:.2f} GB/s, bw-factor {cal['bw_factor']}",
           flush=True)  # fmt: skip
@@ -260,14 +260,14 @@ def scale_part(args: argparse.Namespace, models: dict) -> list[dict]:
     try:
         for k in kernels:
             cls = args.scale_class if k == "is" else "A"
-            sim_bin = smpi_peer.build(k, cls, work)
+            sim_bin = _smpi.build(k, cls, work)
             ref_bin = build_reference(cls, [k]) / f"{k}.{cls}.x"
             rows = {}
             for p in [2, *args.scale_procs]:
-                xml = smpi_peer.write_platform(work / f"{k}-{p}.xml", p, cal,
-                                               smpi_peer.platform_speed(plat, None))  # fmt: skip
+                xml = _smpi.write_platform(work / f"{k}-{p}.xml", p, cal,
+                                               _smpi.platform_speed(plat, None))  # fmt: skip
                 load = os.getloadavg()[0]
-                sim = smpi_peer.simulate(sim_bin, p, xml, cal, work)
+                sim = _smpi.simulate(sim_bin, p, xml, cal, work)
                 pred = cli_json("predict", "--model", models[k], "--size", f"class={cls}",
                                 "-n", str(p), "--platform", plat_path)  # fmt: skip
                 start = sum(
@@ -344,7 +344,7 @@ def write_scale(cells: list[dict], version: str) -> str:
     )
     notes = [
         f"SimGrid SMPI ({version}) simulates the reference NPB 3.4 kernel on a platform calibrated "
-        "from the same platform file cloudhpc predicts from (smpi_peer.py); at P = 2 each is "
+        "from the same platform file cloudhpc predicts from (_smpi.py); at P = 2 each is "
         "compared with a measurement of its own program, at P' their speedups from P = 2.",
         headline + ".",
     ]
@@ -443,9 +443,9 @@ def main() -> None:
         ap.error("--repeat >= 1, --kmeans-n >= 1000, --classes of A, B")
     smpi = not args.no_smpi and any(w in NPB for w in args.workloads)
     if smpi:
-        import smpi_peer
+        import _smpi
 
-        smpi_peer.require_smpi()
+        _smpi.require_smpi()
         require_program("mpicc", "the NPB reference's compilers (Debian's mpich)", "--no-smpi")
     signals.install()
     start = machine()
@@ -517,9 +517,9 @@ def main() -> None:
     plot(cells, "predict_scale.png")
     section = md.read_text().split("\n", 1)[1] + "\n![predict_scale](results/predict_scale.png)\n"
     if scale:
-        import smpi_peer
+        import _smpi
 
-        section += "\n" + write_scale(scale, smpi_peer.version())
+        section += "\n" + write_scale(scale, _smpi.version())
     update_results_md("predict_scale", "What-if at a new size (predict --model, issue 33)",
                       section)  # fmt: skip
     print(headline)
