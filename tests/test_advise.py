@@ -312,3 +312,40 @@ def test_platform_of_an_emulated_cluster_read_by_predict_and_advise(files, tmp_p
     assert sorted(results.glob("*-bench.curves-*.json")) == curves_before  # nothing measured
     r = run_cli(*_advise(results, model_path, "--platform", "emu", "--nodes", "1,2"))
     assert_one_line_error(r, "none at or below P = 1")
+
+
+def test_mtbf_adds_the_expected_time_with_failures(files, tmp_path):
+    """advise --mtbf (per node): each option's expected time with failures at Daly's optimum,
+    from analysis/resilience.py; more nodes fail more often, so their overhead is larger."""
+    from cloudhpc.analysis.resilience import checkpoint_advice
+
+    results, model_path, _ = files
+    failures = ["--mtbf", "30s", "--checkpoint-cost", "0.01", "--restart-cost", "0.5"]
+    args = _advise(results, model_path, "--platform", "lab", "--instance", TYPES[0], "--nodes",
+                   "1,16", *failures)  # fmt: skip
+    code, out, err = cli_in_process(args, tmp_path)
+    assert code == 0, err
+    assert "with failures s" in out and "Daly's optimum" in out
+    code, out, err = cli_in_process([*args, "--json"], tmp_path)
+    one, sixteen = json.loads(out)["options"]
+    for o in (one, sixteen):
+        f = o["failures"]
+        assert f["mtbf_s"] == pytest.approx(30.0 / o["nodes"])
+        want = checkpoint_advice(
+            o["predicted_total_s"],
+            30.0 / o["nodes"],
+            0.01,
+            0.5,
+            usd_per_hour=o["usd_per_run"] / o["predicted_total_s"] * 3600,
+        )
+        assert f["expected_s"] == pytest.approx(want.best.expected_s)
+        assert f["expected_s"] > o["predicted_total_s"]
+        assert f["expected_usd"] == pytest.approx(want.best.usd)
+    ratio = [o["failures"]["expected_s"] / o["predicted_total_s"] for o in (one, sixteen)]
+    assert ratio[1] > ratio[0]
+    code, _, err = cli_in_process(_advise(results, model_path, "--platform", "lab", "--nodes",
+                                          "1", "--mtbf", "2h"), tmp_path)  # fmt: skip
+    assert code == 2 and "--checkpoint-cost" in err
+    code, _, err = cli_in_process(_advise(results, model_path, "--platform", "lab", "--nodes",
+                                          "1", "--checkpoint-cost", "1"), tmp_path)  # fmt: skip
+    assert code == 2 and "is for --mtbf" in err

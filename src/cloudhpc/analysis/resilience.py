@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -243,3 +244,39 @@ def measured_from_record(record: Any) -> Measured:
     every = ckpt.get("every") if isinstance(ckpt.get("every"), int) else None
     return Measured(solve, checkpoint, float(restart), step_s,
                     int(steps) if steps else None, unit, every or None, why)  # fmt: skip
+
+
+def advise_annotation(
+    node_mtbf_s: float, checkpoint_s: float, restart_s: float
+) -> Callable[[Any], dict[str, Any]]:
+    """For `cloudhpc advise --mtbf` (analysis/advise.py's `annotate` hook): each option's
+    expected time and $ with failures at its node count, a node failing (or preempted) once
+    per `node_mtbf_s` on average, so the job of N nodes once per node_mtbf_s / N, at Daly's
+    optimum interval or without checkpoints when they do not pay."""
+    if not (node_mtbf_s > 0 and math.isfinite(node_mtbf_s)):
+        raise CloudhpcError(f"--mtbf must be a positive number of seconds, not {node_mtbf_s}")
+    for name, value in (("--checkpoint-cost", checkpoint_s), ("--restart-cost", restart_s)):
+        if not (value >= 0 and math.isfinite(value)):
+            raise CloudhpcError(f"{name} must be >= 0 seconds, not {value}")
+
+    def annotate(option: Any) -> dict[str, Any]:
+        solve = float(option.time_s)
+        if not solve > 0:
+            return {"failures": None}
+        mtbf = node_mtbf_s / max(int(option.nodes), 1)
+        usd_per_hour = option.usd / solve * 3600.0 if option.usd is not None else None
+        a = checkpoint_advice(solve, mtbf, checkpoint_s, restart_s, usd_per_hour=usd_per_hour)
+        plain, best = a.options[0], a.best
+        return {
+            "failures": {
+                "mtbf_s": mtbf,
+                "expected_s": best.expected_s,
+                "expected_usd": best.usd,
+                "checkpoint_interval_s": best.interval_s,
+                "expected_s_without_checkpoints": plain.expected_s,
+                "young_s": a.young_s,
+                "daly_s": a.daly_s,
+            }
+        }
+
+    return annotate

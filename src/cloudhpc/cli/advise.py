@@ -85,6 +85,25 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p.add_argument(
         "--budget", type=float, metavar="USD", help="keep options whose $ per run is at most USD"
     )
+    f = p.add_argument_group("failures (docs/checkpoint.md)")
+    f.add_argument(
+        "--mtbf",
+        metavar="DURATION",
+        help="mean time between failures (or preemptions) of ONE node: 2h, 90m, 1d; a job of N "
+        "nodes fails N times as often. Adds each option's expected time and $ with failures, "
+        "at Daly's optimum checkpoint interval (or without checkpoints when they do not pay)",
+    )
+    f.add_argument(
+        "--run",
+        metavar="RECORD",
+        help="the run (a record id or prefix, or `last`) whose checkpoint and restart costs are "
+        "used (a run with --checkpoint-every)",
+    )
+    f.add_argument("--checkpoint-cost", type=float, metavar="SEC",
+                   help="seconds one checkpoint costs (default: measured in --run)")  # fmt: skip
+    f.add_argument("--restart-cost", type=float, metavar="SEC",
+                   help="seconds from a failure to work again (default: --run's, "
+                   "else 0)")  # fmt: skip
     p.add_argument("--prices", metavar="FILE", help="a price table of your own (CSV)")
     p.add_argument(
         "--results",
@@ -110,6 +129,7 @@ def handle(args: argparse.Namespace) -> int:
     if args.prices:
         check_input_file(args.prices, "--prices")
     deadline = parse_duration(args.deadline) if args.deadline is not None else None
+    annotate = failure_annotation(args)
     advice, record = advise_files(
         args.model,
         args.size,
@@ -122,6 +142,7 @@ def handle(args: argparse.Namespace) -> int:
         budget_usd=args.budget,
         results=args.results,
         command_line=command_line(),
+        annotate=annotate,
     )
     body = advice.to_json()
     body["record"] = os.path.basename(record["_path"])[: -len(".json")]
@@ -131,6 +152,31 @@ def handle(args: argparse.Namespace) -> int:
         render(body)
         err.print(f"record: {os.path.relpath(record['_path'])}", highlight=False, markup=False)
     return 0 if advice.options else 1
+
+
+def failure_annotation(args: argparse.Namespace):
+    """--mtbf: the annotate hook that adds each option's figures with failures (None without)."""
+    costs = (("--run", args.run), ("--checkpoint-cost", args.checkpoint_cost),
+             ("--restart-cost", args.restart_cost))  # fmt: skip
+    if args.mtbf is None:
+        for flag, value in costs:
+            if value is not None:
+                raise CloudhpcError(f"{flag} is for --mtbf")
+        return None
+    from ..analysis.resilience import advise_annotation, measured_from_record, parse_duration
+
+    mtbf = parse_duration(args.mtbf)
+    checkpoint, restart = args.checkpoint_cost, args.restart_cost
+    if args.run is not None:
+        from ..results.store import load_record
+
+        measured = measured_from_record(load_record(args.results, args.run))
+        checkpoint = measured.checkpoint_s if checkpoint is None else checkpoint
+        restart = measured.restart_s if restart is None else restart
+    if checkpoint is None:
+        what = f"run {args.run} wrote none" if args.run else "or --run RECORD of a run with them"
+        raise CloudhpcError(f"--mtbf needs --checkpoint-cost SEC ({what})")
+    return advise_annotation(mtbf, float(checkpoint), float(restart or 0.0))
 
 
 def _range(lo: float | None, hi: float | None, fmt: str) -> str | None:
@@ -159,6 +205,13 @@ def render(body: dict[str, Any]) -> None:
         if priced:
             row["$ per run"] = f"{o['usd_per_run']:.3g}"
             row["$ range"] = _range(o["usd_low"], o["usd_high"], ".3g")
+        f = o.get("failures")
+        if f:
+            row["with failures s"] = f"{f['expected_s']:.4g}"
+            if priced and f["expected_usd"] is not None:
+                row["$ with failures"] = f"{f['expected_usd']:.3g}"
+            every = f["checkpoint_interval_s"]
+            row["checkpoint every s"] = f"{every:.4g}" if every else "none"
         row["efficiency"] = f"{o['efficiency']:.0%}" if o["efficiency"] is not None else None
         row["extrapolated"] = "yes" if o["extrapolated"] else ""
         row["Pareto"] = "*" if o["pareto"] else ""
@@ -182,6 +235,13 @@ def render(body: dict[str, Any]) -> None:
             f"{o['target']} x{o['nodes']}" for o in body["pareto"]))  # fmt: skip
     for o in body["rejected"]:
         lines.append(f"left out: {o['target']} x{o['nodes']}: {'; '.join(o['rejected'])}")
+    if any(o.get("failures") for o in body["options"]):
+        lines.append(
+            "with failures: expected time (and $) when each node fails once per --mtbf on "
+            "average, checkpointing at Daly's optimum interval (Young's sqrt(2dM) to first "
+            "order; docs/checkpoint.md), or not at all where that is cheaper; the deadline, "
+            "budget and Pareto front are of the times without failures"
+        )
     lines += body["notes"]
     for line in lines:
         out.print(line, highlight=False, markup=False, soft_wrap=True)
