@@ -52,6 +52,13 @@ def test_pagerank_text_file_on_4_ranks(tmp_path):
     assert np.allclose(pr[12:], pr[12])  # isolated vertices alike
     rows = rec["rows"]
     assert len(rows) == 31 and rows[0]["active"] == 15 and rows[0]["messages"] == 2 * 15 - 1
+    # the record says which path ran and how the edges were placed
+    placed = rec["extra"]["bsp"]["partitioning"]
+    assert rec["extra"]["bsp"]["path"] == "fast" and placed["placement"] in ("source", "hybrid")
+    assert sum(placed["edges_per_rank"]) == 2 * 15 - 1 and len(placed["edges_per_rank"]) == 4
+    per_rank = placed["edges_per_rank"]
+    assert rec["metrics"]["edge_imbalance"] == max(per_rank) / (sum(per_rank) / 4)
+    assert {r["direction"] for r in rows[:30]} == {"pull"} and rows[30]["direction"] == ""
 
 
 def test_components_parquet_on_2_ranks(tmp_path):
@@ -98,6 +105,7 @@ def test_generated_graphs_verify(app, kind, launch):
     )  # fmt: skip
     assert rec["verified"] is True
     assert rec["metrics"]["supersteps"] == len(rec["rows"]) > 1
+    assert rec["extra"]["bsp"]["path"] == "fast" and rec["metrics"]["edge_imbalance"] >= 1.0
 
 
 @pytest.mark.parametrize(

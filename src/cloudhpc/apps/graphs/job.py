@@ -64,14 +64,16 @@ def load_kernels(app: GraphApp) -> None:
 
 
 def warm_up(app: GraphApp, params: dict[str, Any]) -> None:
-    """Run the program on a 3-vertex graph in this process: any kernel type numba's cache lacks
-    compiles now, outside the timed supersteps."""
+    """Run the program on a 3-vertex graph in this process, pulling and pushing: any kernel type
+    numba's cache lacks compiles now, outside the timed supersteps."""
     engine = SerialEngine()
     w = {"w": np.ones(3)} if app.weighted else None
-    part = build_graph(
-        engine, np.array([0, 1, 2]), np.array([1, 2, 2]), n_vertices=3, edge_values=w
-    )
-    run_bsp(engine, part, app.program({**params, "source": 0}, 3), max_supersteps=3)
+    for direction in ("pull", "push"):
+        part = build_graph(
+            engine, np.array([0, 1, 2]), np.array([1, 2, 2]), n_vertices=3, edge_values=w
+        )
+        program = app.program({**params, "source": 0}, 3)
+        run_bsp(engine, part, program, max_supersteps=3, direction=direction)
     gather_values(engine, part, app.value)
 
 
@@ -224,6 +226,7 @@ def run_graph_app(ctx, app: GraphApp) -> dict[str, Any]:
         "vertices": n,
         "edges": n_input,
         "stored_edges": stored,
+        "edge_imbalance": result.partitioning["edge_imbalance"],
         "supersteps": result.supersteps,
         "messages": result.messages,
         "delivered": sum(r["delivered"] for r in result.rows),
@@ -235,16 +238,30 @@ def run_graph_app(ctx, app: GraphApp) -> dict[str, Any]:
     extra, text = app.summary(values, result, params) if app.summary else ({}, "")
     metrics.update(extra)
     check = "" if verified is None else f", check {'passed' if verified else 'FAILED'}"
+    placed = result.partitioning
     return {
         "metrics": metrics,
         "rows": result.rows,
+        "bsp": {"path": result.path, "partitioning": placed},
         "halted_by": result.halted_by,
         "directed": directed,
         "verified": verified,
         "outputs": outputs,
         "report": f"{app.name}: {n} vertices, {n_input} edges, {result.supersteps} supersteps "
-        f"({result.halted_by}){text}{check}\n{superstep_table(result.rows)}",
+        f"({result.halted_by}){text}{check}\n{_path_line(result)}\n"
+        f"{superstep_table(result.rows)}",
     }
+
+
+def _path_line(result: BSPResult) -> str:
+    """Which path the messages took and how the edges were placed."""
+    p = result.partitioning
+    path = "sparse products" if result.path == "fast" else "messages by id (general path)"
+    hubs = f", {p['split_hubs']} hubs split" if p.get("split_hubs") else ""
+    return (
+        f"path: {path}; edges placed by {p['placement']}{hubs}, "
+        f"max/mean edges per rank {p['edge_imbalance']:.3f}"
+    )
 
 
 def superstep_table(rows: list[dict[str, Any]], limit: int = 8) -> str:
@@ -254,7 +271,7 @@ def superstep_table(rows: list[dict[str, Any]], limit: int = 8) -> str:
         shown = [*rows[: limit - 3], None, *rows[-2:]]
     lines = [
         f"{'superstep':>9} {'active':>10} {'messages':>12} {'delivered':>11} "
-        f"{'compute ms':>11} {'communicate ms':>15}"
+        f"{'compute ms':>11} {'communicate ms':>15} {'direction':>10}"
     ]
     for r in shown:
         if r is None:
@@ -262,6 +279,7 @@ def superstep_table(rows: list[dict[str, Any]], limit: int = 8) -> str:
             continue
         lines.append(
             f"{r['superstep']:>9} {r['active']:>10} {r['messages']:>12} {r['delivered']:>11} "
-            f"{r['compute_s'] * 1e3:>11.2f} {r['communicate_s'] * 1e3:>15.2f}"
+            f"{r['compute_s'] * 1e3:>11.2f} {r['communicate_s'] * 1e3:>15.2f} "
+            f"{r.get('direction', ''):>10}"
         )
     return "\n".join(lines)

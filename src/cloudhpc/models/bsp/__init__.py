@@ -10,7 +10,10 @@ sends (`step.send(gids, rows)`, `step.send_along_edges(values, mask, edge_op, we
 halt, contributes to aggregators and requests mutations (`remove_vertices`, `remove_edges`,
 `merge_into`). Messages are combined before sending (sum/min/max or a user njit function); a
 superstep's communication is one Alltoall of a header (rows per rank, counts, aggregator partials)
-and Alltoallvs of packed buffers with the counts it announced. At the barrier mutations are
+and Alltoallvs of packed buffers with the counts it announced. Messages along edges with a
+built-in combiner take the sparse-product path (edgeplan.py): a local sparse matrix-vector
+product over the rank's edges, pulling or pushing by the frontier's density, and one Alltoallv of
+combined values; the edges' placement is chosen from the measured degrees (placement.py). At the barrier mutations are
 applied, and `program.master(m)` runs on every rank with the same
 global facts: it can switch `m.phase`, set `m.globals`, wake every vertex or halt. The run ends
 when every vertex has voted to halt and no message is in flight, when the master halts, or at

@@ -66,14 +66,24 @@ class Wire:
         return out
 
     def alltoallv_known(
-        self, send: np.ndarray, scounts: np.ndarray, rcounts: np.ndarray
+        self,
+        send: np.ndarray,
+        scounts: np.ndarray,
+        rcounts: np.ndarray,
+        out: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Rows grouped by destination (scounts[d] for rank d); rcounts[s] rows come from rank s."""
+        """Rows grouped by destination (scounts[d] for rank d); rcounts[s] rows come from rank s
+        (into `out` when given: a buffer kept from superstep to superstep)."""
         send = np.ascontiguousarray(send)
         if self.comm is None:
-            return send.copy()
+            if out is None:
+                return send.copy()
+            out[:] = send
+            return out
         row = send.dtype.itemsize * int(np.prod(send.shape[1:], dtype=np.int64))
-        recv = np.empty((int(np.sum(rcounts)), *send.shape[1:]), dtype=send.dtype)
+        recv = out
+        if recv is None:
+            recv = np.empty((int(np.sum(rcounts)), *send.shape[1:]), dtype=send.dtype)
         sb = np.asarray(scounts, dtype=np.int64) * row
         rb = np.asarray(rcounts, dtype=np.int64) * row
         so = np.concatenate(([0], np.cumsum(sb)[:-1]))

@@ -4,7 +4,9 @@ Two partitioners: `modulo` (owner = id % P; dense ids 0..V-1 then sit at local i
 table needed) and `hash` (owner = splitmix64(id) % P, for sparse ids such as k-mer codes, whose low
 bits are not uniform). A partition of sparse ids looks ids up in an open-addressing table (linear
 probing, power-of-two capacity, load <= 1/2) built once: vertices are never re-numbered (removal
-only marks them dead), so the table stays valid for the whole run.
+only marks them dead), so the table stays valid for the whole run. Hashed dense ids (0..V-1)
+use a direct array of V entries instead when it is no larger than that table (P <= 8): a load
+where the table costs a probe (the sparse-product plan looks up every edge's target).
 """
 
 from __future__ import annotations
@@ -83,3 +85,31 @@ def dense_lookup(gids: np.ndarray, rank: int, size: int, n_local: int) -> np.nda
         else:
             out[i] = -1
     return out
+
+
+@njit(cache=True)
+def array_build(keys: np.ndarray, n: int) -> np.ndarray:
+    """A direct id -> index array over 0..n-1 (-1: not here) for distinct keys in 0..n-1."""
+    out = np.full(n, -1, dtype=np.int32)
+    for i in range(len(keys)):
+        out[keys[i]] = i
+    return out
+
+
+@njit(cache=True)
+def array_lookup(index: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Index of each key in a direct array, -1 when absent or out of its range."""
+    out = np.empty(len(keys), dtype=np.int64)
+    n = len(index)
+    for i in range(len(keys)):
+        k = keys[i]
+        out[i] = index[k] if 0 <= k < n else -1
+    return out
+
+
+@njit(cache=True)
+def drop_dead(idx: np.ndarray, alive: np.ndarray) -> None:
+    """idx[i] = -1 where it names a vertex that is not alive."""
+    for i in range(len(idx)):
+        if idx[i] >= 0 and not alive[idx[i]]:
+            idx[i] = -1

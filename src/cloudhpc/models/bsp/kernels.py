@@ -1,5 +1,6 @@
-"""The model's numba kernels: grouping by rank, combining messages, the edge routing plan, CSR
-rebuilds. Message payloads are 2-D (m, width) arrays; combiner ops are codes (OPS)."""
+"""The model's numba kernels: grouping by rank, combining messages, the distinct targets of a
+rank's edges (the sparse-product plan's slots), CSR rebuilds. Message payloads are 2-D
+(m, width) arrays; combiner ops are codes (OPS)."""
 
 from __future__ import annotations
 
@@ -94,8 +95,7 @@ def combine_by_key_with(keys: np.ndarray, vals: np.ndarray, fn) -> tuple[np.ndar
 @njit(cache=True)
 def routing_plan(dst: np.ndarray, owner: np.ndarray, size: int):
     """For a partition's edges: the distinct targets grouped by owner rank (slot_gids, counts per
-    rank) and each edge's slot, so that combined messages along edges need no per-superstep
-    hashing."""
+    rank) and each edge's slot (edgeplan.py: the values that leave for other ranks)."""
     cap = 16
     while cap < 2 * len(dst):
         cap *= 2
@@ -129,48 +129,6 @@ def routing_plan(dst: np.ndarray, owner: np.ndarray, size: int):
     for e in range(len(dst)):
         edge_slot[e] = new_of[edge_slot[e]]
     return edge_slot, slot_gids, counts
-
-
-@njit(cache=True)
-def scatter_all(offsets, edge_slot, values, weight, edge_op, op, acc) -> int:
-    """scatter_along_edges when every vertex sends: every slot gets a message, so `acc` starts
-    at the op's identity and no per-slot flag is kept (the PageRank hot loop)."""
-    for v in range(len(offsets) - 1):
-        x = values[v]
-        for e in range(offsets[v], offsets[v + 1]):
-            y = x
-            if edge_op == 1:
-                y = x + weight[e]
-            elif edge_op == 2:
-                y = x * weight[e]
-            s = edge_slot[e]
-            acc[s] = _combine(op, acc[s], y)
-    return offsets[-1]
-
-
-@njit(cache=True)
-def scatter_along_edges(offsets, edge_slot, values, send, weight, edge_op, op, acc, has) -> int:
-    """acc[slot] op= values[v] (edge_op weight[e]) for every edge e of every vertex v with
-    send[v]; edge_op 0: the value, 1: value + weight, 2: value * weight. Returns messages made."""
-    made = 0
-    for v in range(len(offsets) - 1):
-        if not send[v]:
-            continue
-        x = values[v]
-        for e in range(offsets[v], offsets[v + 1]):
-            y = x
-            if edge_op == 1:
-                y = x + weight[e]
-            elif edge_op == 2:
-                y = x * weight[e]
-            s = edge_slot[e]
-            if has[s]:
-                acc[s] = _combine(op, acc[s], y)
-            else:
-                acc[s] = y
-                has[s] = True
-            made += 1
-    return made
 
 
 @njit(cache=True)
@@ -215,20 +173,6 @@ def deliver_dense(local, vals, op, inbox, has) -> int:
             inbox[v] = vals[i]
             has[v] = True
     return dropped
-
-
-@njit(cache=True)
-def deliver_dense_masked(local, vals, sent, op, inbox, has) -> None:
-    """deliver_dense for a routing plan's slot values, of which only `sent` ones carry a message."""
-    for i in range(len(local)):
-        v = local[i]
-        if v < 0 or not sent[i]:
-            continue
-        if has[v]:
-            inbox[v, 0] = _combine(op, inbox[v, 0], vals[i])
-        else:
-            inbox[v, 0] = vals[i]
-            has[v] = True
 
 
 @njit(cache=True)

@@ -4,10 +4,19 @@ optional ragged payload) and their out-edges as CSR (targets as global ids, name
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from .hashing import dense_lookup, owners_of, table_build, table_lookup
+from .hashing import (
+    array_build,
+    array_lookup,
+    dense_lookup,
+    drop_dead,
+    owners_of,
+    table_build,
+    table_lookup,
+)
 
 
 @dataclass
@@ -64,8 +73,7 @@ class Partition:
     alive: np.ndarray = field(default=None)  # type: ignore[assignment]
     mutated: bool = False  # mutations changed its vertices or edges (checkpoints save them then)
     _table: np.ndarray | None = None
-    _plan: tuple | None = None  # routing plan cache (messages.py), dropped on any edge change
-    _plan_recv: tuple | None = None  # its receiving side
+    _plan: Any = None  # the sparse-product path's EdgePlan (edgeplan.py), dropped on any change
 
     def __post_init__(self) -> None:
         if self.alive is None:
@@ -73,7 +81,12 @@ class Partition:
         self._dense = (not self.hashed) and np.array_equal(
             self.gids, np.arange(self.rank, self.rank + len(self.gids) * self.size, self.size)
         )
-        if not self._dense:
+        self._array = None
+        if self._dense:
+            pass
+        elif self.n_vertices is not None and self.n_vertices <= 8 * max(len(self.gids), 1):
+            self._array = array_build(self.gids, self.n_vertices)  # 4 V bytes, no probing
+        else:
             self._table = table_build(self.gids)
 
     @property
@@ -97,14 +110,13 @@ class Partition:
         gids = np.asarray(gids, dtype=np.int64)
         if self._dense:
             idx = dense_lookup(gids, self.rank, self.size, self.n_local)
+        elif self._array is not None:
+            idx = array_lookup(self._array, gids)
         else:
             idx = table_lookup(self._table, gids)
         if alive_only and len(idx):
-            dead = idx >= 0
-            dead[dead] = ~self.alive[idx[dead]]
-            idx[dead] = -1
+            drop_dead(idx, self.alive)
         return idx
 
     def edges_changed(self) -> None:
         self._plan = None
-        self._plan_recv = None

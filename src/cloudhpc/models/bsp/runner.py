@@ -1,9 +1,16 @@
 """The superstep loop: compute, exchange messages, reduce aggregators and counts, apply
 mutations, run the master; until every vertex has voted to halt with no message in flight, the
-master halts, or the superstep limit."""
+master halts, or the superstep limit.
+
+The path messages along edges take is chosen from what the program declares: a built-in combiner
+(sum, min, max) on one-value messages takes the sparse-product path (edgeplan.py: a plan built
+once per graph, collectively, and again after mutations); any other program the general path
+(messages by id, combined by hashing). The result says which path ran and how the edges were
+placed."""
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,13 +22,16 @@ from ...engines.base import Engine
 from ...errors import CloudhpcError
 from .._timing import PhaseTimer, timer_or_null
 from .checkpoints import BspCheckpoints
+from .edgeplan import DIRECTIONS, OPS, EdgePlan
 from .exchange import Wire
 from .messages import Outbox
 from .mutations import Mutations
 from .partition import Partition
+from .placement import imbalance
 from .program import AGG_OPS, Inbox, Master, Superstep, VertexProgram
 
 SPMD_ONLY = "the bsp model runs on SPMD engines (--engine mpi or serial), not on {}"
+PATHS = ("auto", "fast", "general")
 
 
 @dataclass
@@ -33,6 +43,8 @@ class BSPResult:
     globals: dict[str, Any]
     rows: list[dict[str, Any]] = field(default_factory=list)  # one per superstep
     resumed_from: int = 0  # the checkpoint's superstep this run started from (0: the start)
+    path: str = "general"  # "fast": the sparse-product path; "general": messages by id
+    partitioning: dict[str, Any] = field(default_factory=dict)  # placement, edges per rank
 
     @property
     def messages(self) -> int:
@@ -48,17 +60,31 @@ def run_bsp(
     timer: PhaseTimer | None = None,
     progress: Callable[[int, int], None] | None = None,
     phase: Any = 0,
+    path: str = "auto",
+    direction: str = "auto",
+    split: bool | None = None,
 ) -> BSPResult:
     """Run `program` on the graph (collective: every rank calls it with its partition).
 
     Per superstep the record row holds the live `vertices`, `active` vertices, `messages` sent
-    (before combining), `delivered` (after), `dropped` (to vertices that do not exist), the
-    mutations and the seconds of the compute and communicate phases (maximum over ranks)."""
+    (before combining), `delivered` (after: rows received on the general path, vertices reached
+    on the sparse-product path), the mutations, the seconds of the compute and communicate
+    phases (maximum over ranks) and the `direction` messages along edges took ("pull", "push",
+    "pull+push" when ranks differed, "" when none were sent). `path`: "auto" (the sparse-product
+    path when the program's combiner allows it), "fast" (insist) or "general"; `direction`:
+    "auto" (Ligra's rule, per rank and superstep), "pull" or "push"; `split`: None (placement
+    by the measured degrees), True/False (split hubs, or never; tests)."""
     if not engine.spmd:
         raise CloudhpcError(SPMD_ONLY.format(engine.name))
     for name, op in program.aggregators.items():
         if op not in AGG_OPS:
             raise ValueError(f"aggregator {name!r}: unknown op {op!r}; known: {AGG_OPS}")
+    if path not in PATHS or direction not in DIRECTIONS:
+        raise ValueError(f"path {path!r}, direction {direction!r}: see run_bsp's doc")
+    fast = _fast_path(program)
+    if path == "fast" and not fast:
+        raise ValueError("path 'fast' needs a combiner sum, min or max and message_width 1")
+    fast = fast and path != "general"
     timer = timer_or_null(timer)
     limit = int(max_supersteps if max_supersteps is not None else program.max_supersteps)
     program.init(part)
@@ -68,10 +94,11 @@ def run_bsp(
     aggregated: dict[str, float] = {}
     globals_: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
-    local_rows: list[tuple[float, float, int]] = []  # this rank's seconds and delivered rows
+    local_rows: list[tuple] = []  # this rank's seconds, delivered, pulled, pushed
     halted_by = "limit"
     by_op = {op: sorted(n for n, o in program.aggregators.items() if o == op) for op in AGG_OPS}
     n_sum, n_max = len(by_op["sum"]), len(by_op["max"])
+    partitioning: dict[str, Any] = {}
     s = 0
     # --checkpoint-every K: the partition's state at a superstep barrier (checkpoints.py)
     checkpoints = BspCheckpoints.of(engine, program, timer)
@@ -82,15 +109,19 @@ def run_bsp(
             restored.aggregated, restored.rows, restored.halted, restored.inbox
         )  # fmt: skip
         saved = restored.local_rows
-        local_rows = [tuple(r) for r in saved] if saved is not None else [(0.0, 0.0, 0)] * s
+        local_rows = [tuple(r) for r in saved] if saved is not None else [(0.0,) * 5] * s
     resumed_from = s
     while s < limit:
         if checkpoints is not None:
             checkpoints.begin(s)
+        plan = _plan(engine, part, program, split, timer) if fast else None
+        if plan is not None:
+            plan.direction = direction
+            partitioning = plan.record()
         wake = inbox.has & part.alive
         halted[wake] = False
         active = part.alive & ~halted
-        outbox = Outbox(engine, part, program)
+        outbox = Outbox(engine, part, program, plan)
         mutations = Mutations()
         step = Superstep(
             s, phase, part, active, halted, inbox, aggregated, globals_, outbox, mutations, program
@@ -102,8 +133,9 @@ def run_bsp(
         t1 = time.perf_counter()
         with timer.phase("communicate"):
             # one Alltoall carries everything the ranks must agree on: the rows each sends to
-            # each (messages by id), whether plan messages and per-slot flags travel, the counts
-            # and the aggregators; then only the exchanges that carry something run
+            # each (messages by id and sparse-product rows), whether the sparse product ran and
+            # whether only flagged slots travel, the counts and the aggregators; then only the
+            # exchanges that carry something run
             counts = outbox.prepare()
             local = step._aggregates
             common = [
@@ -119,17 +151,22 @@ def run_bsp(
             common += [local.get(n, 0.0) for n in by_op["sum"]]
             common += [local.get(n, -np.inf) for n in by_op["max"]]
             common += [-local.get(n, np.inf) for n in by_op["min"]]
-            header = np.empty((engine.size, 1 + len(common)), dtype=np.float64)
+            header = np.empty((engine.size, 2 + len(common)), dtype=np.float64)
             header[:, 0] = counts
-            header[:, 1:] = common
+            header[:, 1] = outbox.plan_counts
+            header[:, 2:] = common
             got = wire.alltoall(header)
             rcounts = got[:, 0].astype(np.int64)
-            tot = got[:, 1:9].sum(axis=0)
-            flags = got[:, 2:4].max(axis=0)
-            inbox = outbox.deliver(wire, rcounts, tot[0] > 0, bool(flags[0]), bool(flags[1]))
+            plan_rcounts = got[:, 1].astype(np.int64)
+            tot = got[:, 2:10].sum(axis=0)
+            flags = got[:, 3:5].max(axis=0)
+            inbox = outbox.deliver(
+                wire, rcounts, tot[0] > 0, bool(flags[0]), bool(flags[1]), plan_rcounts
+            )
         t2 = time.perf_counter()
-        local_rows.append((t1 - t0, t2 - t1, inbox.delivered))
-        aggs = got[:, 9:]
+        directions = plan.directions if plan is not None else 0
+        local_rows.append((t1 - t0, t2 - t1, inbox.delivered, directions & 1, directions >> 1))
+        aggs = got[:, 10:]
         aggregated = dict(zip(by_op["sum"], map(float, aggs[:, :n_sum].sum(axis=0)), strict=True))
         top = aggs[:, n_sum:].max(axis=0) if aggs.shape[1] > n_sum else np.empty(0)
         aggregated.update(zip(by_op["max"], map(float, top[:n_max]), strict=True))
@@ -184,16 +221,57 @@ def run_bsp(
     if checkpoints is not None:
         checkpoints.finish()
     _add_rank_figures(engine, rows, local_rows)
-    return BSPResult(s, halted_by, aggregated, phase, globals_, rows, resumed_from)
+    if not fast:
+        partitioning = _source_cut(engine, part)
+    path_taken = "fast" if fast else "general"
+    return BSPResult(
+        s, halted_by, aggregated, phase, globals_, rows, resumed_from, path_taken, partitioning
+    )
+
+
+def _fast_path(program: VertexProgram) -> bool:
+    """Whether the program's messages along edges can take the sparse-product path."""
+    combiner = inspect.getattr_static(program, "combiner")
+    return isinstance(combiner, str) and combiner in OPS and int(program.message_width) == 1
+
+
+def _plan(engine, part: Partition, program: VertexProgram, split, timer) -> EdgePlan:
+    """The graph's plan: kept until the edges change, rebuilt for another message type or
+    placement (collective: every rank's partition changes at the same barriers)."""
+    key = (np.dtype(program.message_dtype), inspect.getattr_static(program, "combiner"), split)
+    plan = part._plan
+    if plan is None or plan.key != key:
+        with timer.phase("plan"):
+            plan = part._plan = EdgePlan.build(engine, part, key[0], key[1], split)
+        plan.key = key
+    return plan
+
+
+def _source_cut(engine: Engine, part: Partition) -> dict[str, Any]:
+    """The general path's partitioning: every edge at its source's rank."""
+    own = np.zeros(engine.size, dtype=np.int64)
+    own[engine.rank] = part.n_edges
+    every = engine.allreduce(own, "sum")
+    return {
+        "placement": "source",
+        "split_hubs": 0,
+        "edges_per_rank": [int(x) for x in every],
+        "edge_imbalance": imbalance(every),
+    }
 
 
 def _add_rank_figures(engine: Engine, rows: list[dict], local_rows: list[tuple]) -> None:
     """Per superstep: the slowest rank's compute and communicate seconds, the rows delivered
-    (after combining) on all ranks; reduced once, after the run."""
+    (after combining) on all ranks, the direction of the product; reduced once, after the run."""
     if not rows:
         return
-    mine = np.array(local_rows, dtype=np.float64).reshape(len(rows), 3)
+    mine = np.zeros((len(rows), 5))  # a checkpoint of an earlier version kept 3 columns
+    kept = np.array(local_rows, dtype=np.float64).reshape(len(rows), -1)
+    mine[:, : kept.shape[1]] = kept
     slowest = engine.allreduce(np.ascontiguousarray(mine[:, :2]), "max")
-    delivered = engine.allreduce(np.ascontiguousarray(mine[:, 2]), "sum")
-    for row, (c, m), d in zip(rows, slowest, delivered, strict=True):
-        row.update(delivered=int(d), compute_s=float(c), communicate_s=float(m))
+    summed = engine.allreduce(np.ascontiguousarray(mine[:, 2:]), "sum")
+    for row, (c, m), (d, pulled, pushed) in zip(rows, slowest, summed, strict=True):
+        direction = "+".join(n for n, k in (("pull", pulled), ("push", pushed)) if k)
+        row.update(
+            delivered=int(d), compute_s=float(c), communicate_s=float(m), direction=direction
+        )
