@@ -95,6 +95,8 @@ def test_sssp_npy_directed_serial(tmp_path):
         ("pagerank", "er", ("mpi", 2)),
         ("components", "rmat", ("mpi", 4)),
         ("sssp", "rmat", ("serial", 1)),
+        ("pagerank", "zipf-src", ("serial", 1)),  # --generate takes the skewed kinds
+        ("components", "ba", ("mpi", 2)),
     ],
 )
 def test_generated_graphs_verify(app, kind, launch):

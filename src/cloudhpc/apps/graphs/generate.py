@@ -24,9 +24,11 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from .options import GENERATED
+
 CHUNK = 1 << 16
 RMAT = (0.57, 0.19, 0.19)  # a, b, c (d = 1 - a - b - c)
-KINDS = ("rmat", "er", "zipf-src", "zipf-dst", "ba")
+KINDS = GENERATED
 ZIPF_EXPONENT = 1.0
 _SPREAD = (4_294_967_311, 2_654_435_761)  # k -> (k * A + B) mod V; A a prime > 2^32 > any V
 

@@ -15,6 +15,9 @@ from .inputs import check_edge_file
 MAX_VERTICES = 1 << 31
 OUT_SUFFIXES = (".npy", ".parquet")
 ENGINES = ("mpi", "serial")  # the bsp model is SPMD: a driver engine (ray) is refused
+# --generate's graphs (generate.py draws them): R-MAT, Erdos-Renyi, Zipf-distributed sources or
+# destinations, Barabasi-Albert
+GENERATED = ("rmat", "er", "zipf-src", "zipf-dst", "ba")
 
 
 # every graph app's parameters; each app adds its own after them (its PARAMS)
@@ -27,8 +30,12 @@ GRAPH_PARAMS = (
         metavar="FILE",
     ),
     Param("directed", bool, False, "edges are directed (without it: each edge goes both ways)"),
-    Param("generate", str, None, "generate an R-MAT or Erdos-Renyi graph instead",
-          choices=("rmat", "er")),
+    Param(
+        "generate", str, None,
+        "generate a graph instead: R-MAT (a = 0.57), Erdos-Renyi, Zipf-distributed sources or "
+        "destinations (the other end uniform), or Barabasi-Albert preferential attachment",
+        choices=GENERATED,
+    ),
     Param(
         "vertices", int, None,
         "--generate: vertex count; with --edges: ids must be below V (without it: V is the "
@@ -49,7 +56,9 @@ def run_files(params: dict[str, Any]) -> RunFiles:
 
 def validate_graph(params: dict[str, Any]) -> None:
     if bool(params.get("edges")) == bool(params.get("generate")):
-        raise CloudhpcError("give either --edges FILE or --generate rmat|er (one of them)")
+        raise CloudhpcError(
+            f"give either --edges FILE or --generate {'|'.join(GENERATED)} (one of them)"
+        )
     if params.get("generate"):
         if params.get("vertices") is None:
             raise CloudhpcError("--generate needs --vertices V")

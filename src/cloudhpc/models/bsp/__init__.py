@@ -13,8 +13,8 @@ superstep's communication is one Alltoall of a header (rows per rank, counts, ag
 and Alltoallvs of packed buffers with the counts it announced. Messages along edges with a
 built-in combiner take the sparse-product path (edgeplan.py): a local sparse matrix-vector
 product over the rank's edges, pulling or pushing by the frontier's density, and one Alltoallv of
-combined values; the edges' placement is chosen from the measured degrees (placement.py). At the barrier mutations are
-applied, and `program.master(m)` runs on every rank with the same
+combined values; the edges' placement is chosen from the measured degrees (placement.py). At
+the barrier mutations are applied, and `program.master(m)` runs on every rank with the same
 global facts: it can switch `m.phase`, set `m.globals`, wake every vertex or halt. The run ends
 when every vertex has voted to halt and no message is in flight, when the master halts, or at
 the superstep limit.
