@@ -170,6 +170,20 @@ def test_bad_graph_inputs(tmp_path):
         (["components", "--edges", g, "--vertices", "5"], ["vertex id 11 out of range"]),
         (["sssp", "--edges", str(neg)], ["negative edge weight -1"]),
     ]
+    # an empty graph (no edges, no --vertices) in each format; with --vertices V it is V
+    # isolated vertices
+    (tmp_path / "empty.tsv").write_text("# no edges\n")
+    np.save(tmp_path / "empty.npy", np.empty((0, 2), dtype=np.int64))
+    pq.write_table(
+        pa.table({"src": pa.array([], pa.int64()), "dst": pa.array([], pa.int64())}),
+        tmp_path / "empty.parquet",
+    )
+    for name, app in (
+        ("empty.tsv", "pagerank"),
+        ("empty.npy", "sssp"),
+        ("empty.parquet", "components"),
+    ):
+        cases.append(([app, "--edges", str(tmp_path / name)], ["no edges and no vertices"]))
     for args, needles in cases:
         assert_one_line_error(
             run_cli("run", *args, "--results", res, *_launch(1, "serial")), *needles
