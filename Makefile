@@ -81,7 +81,7 @@ format: $(STAMP)
 	$(BIN)/ruff check --fix src tests benchmarks
 
 bench: $(STAMP)
-	@echo "== Python peers: pyspark, dask, scikit-learn, networkx (the bench extra)"
+	@echo "== Python peers: pyspark, dask, scikit-learn, networkx, python-graphblas (the bench extra)"
 	$(BIN)/pip install --progress-bar on -e '.[test,bench]'
 	@echo "== Debian peers: $(BENCH_DEB_PACKAGES)"
 	@missing=$$(for p in $(BENCH_DEB_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || echo $$p; done); \

@@ -1,22 +1,33 @@
-"""PageRank, 20 iterations: cloudhpc's vertex program (bsp model) at P = 1 and 2 next to
-scipy.sparse power iteration and networkx, in one run.
+"""Graphs at the single-thread floor (issue 36): cloudhpc's vertex programs (bsp model) at P = 1
+and 2 next to scipy.sparse (1 thread), SuiteSparse:GraphBLAS (python-graphblas, 1 and 2 threads)
+and networkx, on R-MAT and on skewed graphs, in one run.
 
-- Large graph: R-MAT, 1,000,000 vertices, 10,000,000 directed edges (cloudhpc's generator,
-  seed 1): `cloudhpc run pagerank` at P = 1 and P = 2 (mpi) and scipy.sparse power iteration in
-  this process (the same update as the app's --check reference), interleaved over --rounds.
-- Small graph: R-MAT, 100,000 vertices, 1,000,000 edges: cloudhpc P = 2, scipy.sparse,
-  networkx.pagerank (its SciPy backend; the call converts the graph to a matrix each time) and
-  networkx's pure-Python power iteration (`_pagerank_python`, once: it is slow), so that the
-  networkx ratio is measured on one graph. networkx holds the graph as a MultiDiGraph, so
-  parallel edges count as they do for cloudhpc and scipy.
+- PageRank, 20 iterations, damping 0.85, directed, on four generated graphs of V vertices and
+  M edges (cloudhpc's generators, seed 1): R-MAT (a = 0.57), Zipf-distributed sources,
+  Zipf-distributed destinations, Barabasi-Albert. Per graph and round: `cloudhpc run pagerank`
+  at P = 1 and 2 (mpi), scipy.sparse power iteration (the app's --check reference), GraphBLAS
+  power iteration (the same update: A^T as a matrix by rows, mxv with plus_times) at 1 and 2
+  threads. The unit is COST's: ns per edge per iteration.
+- networkx.pagerank (its SciPy backend; it converts the graph each call) on a small graph of
+  each kind, and the same graph converged (tol 1e-6) by cloudhpc and networkx, compared.
+- Components (undirected) and SSSP (directed, weights uniform in [1, 10), from the vertex of
+  highest out-degree) on the same graphs: cloudhpc at P = 1 and 2 against
+  scipy.sparse.csgraph.connected_components and dijkstra (the apps' --check references).
 
-Seconds per iteration: cloudhpc: the record's `per_iteration_s` (the mean over the 20 iteration
-supersteps of compute + communicate, each the slowest rank's); scipy and networkx: the call's
-wall time / 20 (graph already in memory). cloudhpc's first round runs with --check (verified
-against scipy.sparse); networkx's converged ranks (tol 1e-6) are compared with cloudhpc's.
+Seconds: cloudhpc: the record's `per_iteration_s` (pagerank: mean over the iteration supersteps of
+compute + communicate, each the slowest rank's) or `bsp_s` (components, sssp: the whole run_bsp
+call, with the plan: index lists built once per graph), and the supersteps alone beside it (as
+scipy's CSR and GraphBLAS's matrix are built before their clocks start). Peers: the call's wall
+time, graph in memory.
+Answers: every cloudhpc run writes its values (--out) and they are compared with scipy's:
+PageRank within 1e-10 (largest relative difference per vertex), components and distances exact;
+GraphBLAS's PageRank too. A mismatch is printed and makes the run exit 1.
 
-    make bench          # once: networkx
-    .venv/bin/python benchmarks/graph_pagerank.py [--rounds 3]
+    make bench          # once: networkx, python-graphblas
+    .venv/bin/python benchmarks/graph_pagerank.py [--rounds 3] [--quick] [--save]
+
+Default size: V = 1,000,000, M = 10,000,000 (the issue's targets); --quick: 100,000 / 1,000,000
+and one round, for a shared machine (not figures of record).
 """
 
 from __future__ import annotations
@@ -30,6 +41,7 @@ import warnings
 
 import numpy as np
 from common import (
+    load_note,
     machine,
     parse_args,
     require_module,
@@ -39,204 +51,356 @@ from common import (
     write_markdown,
 )
 
+from cloudhpc.apps.components.reference import reference as components_reference
 from cloudhpc.apps.graphs.generate import generate_edges
 from cloudhpc.apps.pagerank.reference import pagerank_scipy, transition
+from cloudhpc.apps.sssp.reference import reference as sssp_reference
 
 ITERATIONS, DAMPING, SEED = 20, 0.85, 1
-LARGE = (1_000_000, 10_000_000)
-SMALL = (100_000, 1_000_000)
+KINDS = ("rmat", "zipf-src", "zipf-dst", "ba")
+FULL, QUICK = (1_000_000, 10_000_000), (100_000, 1_000_000)
+NETWORKX_FULL, NETWORKX_QUICK = (100_000, 1_000_000), (20_000, 200_000)
+PAGERANK_TOL = 1e-10  # largest relative difference per vertex
+TARGETS = {  # the issue's targets, as ratios (smaller is better unless said)
+    "P=1 / scipy": 1.0,
+    "P=1 / P=2 (speed-up, at least)": 1.6,
+    "P=1 / GraphBLAS 1 thread": 1.5,
+    "P=2 / GraphBLAS 2 threads": 1.5,
+    "P=2 / csgraph": 1.0,
+}
 
 
-def cloudhpc_run(n: int, m: int, nprocs: int, check: bool, tol: float = 0.0, out: str = ""):
-    args = ["--generate", "rmat", "--vertices", str(n), "--edge-count", str(m), "--seed", str(SEED)]
-    args += ["--directed", "--iterations", str(ITERATIONS), "--tol", str(tol)]
-    args += ["--check"] if check else []
-    args += ["--out", out] if out else []
-    rec = run_record("pagerank", *args, nprocs=nprocs)
-    if check and not rec.get("verified"):
-        raise SystemExit(f"cloudhpc pagerank failed its check: {rec['metrics']}")
+class Graph:
+    """One generated graph in memory: edges, weights and the peers' matrices."""
+
+    def __init__(self, kind: str, n: int, m: int, peers: bool = True):
+        self.kind, self.n, self.m = kind, n, m
+        self.src, self.dst, self.w = generate_edges(kind, n, m, SEED, 0, m, True)
+        out_degree = np.bincount(self.src, minlength=n)
+        # shortest paths start where they go somewhere: highest out-degree, the latest id on ties
+        # (in a Barabasi-Albert graph edges point at older vertices)
+        self.source = int(n - 1 - np.argmax(out_degree[::-1]))
+        self.at, self.degree = transition(self.src, self.dst, n, True)
+        self.gb_at = self.gb_inv = self.gb_dangling = None
+        if peers:
+            import graphblas as gb
+
+            self.gb_at = gb.Matrix.from_coo(
+                self.dst, self.src, np.ones(m), nrows=n, ncols=n, dup_op=gb.binary.plus
+            )
+            inv = np.where(self.degree > 0, 1.0 / np.maximum(self.degree, 1), 0.0)
+            self.gb_inv = gb.Vector.from_dense(inv)
+            self.gb_dangling = gb.Vector.from_dense((self.degree == 0).astype(np.float64))
+
+    def args(self) -> list[str]:
+        return ["--generate", self.kind, "--vertices", str(self.n), "--edge-count", str(self.m),
+                "--seed", str(SEED)]  # fmt: skip
+
+
+def cloudhpc_run(app: str, g: Graph, nprocs: int, out: str, *extra: str) -> dict:
+    rec = run_record(app, *g.args(), "--out", out, *extra, nprocs=nprocs)
     return rec
 
 
-def scipy_per_iteration(at, degree, n: int) -> float:
+def pagerank_graphblas(g: Graph, iterations: int) -> np.ndarray:
+    """networkx's update (dangling rank spread uniformly) in GraphBLAS: t = x / out-degree,
+    y = A^T t (mxv, plus_times), x = (1 - d) / V + d (y + dangling sum / V)."""
+    import graphblas as gb
+
+    n = g.n
+    x = gb.Vector.from_dense(np.full(n, 1.0 / n))
+    t, y = gb.Vector(float, n), gb.Vector(float, n)
+    for _ in range(iterations):
+        t << x * g.gb_inv
+        y << g.gb_at.mxv(t, gb.semiring.plus_times)
+        dangling = x.inner(g.gb_dangling).new().value or 0.0
+        x[:] << (1 - DAMPING) / n + DAMPING * dangling / n
+        x(gb.binary.plus) << y.apply(gb.binary.times, right=DAMPING)
+    return x.to_dense(fill_value=0.0)
+
+
+def timed(fn, *args):
     t0 = time.perf_counter()
-    pagerank_scipy(at, degree, n, DAMPING, ITERATIONS, 0.0)
-    return (time.perf_counter() - t0) / ITERATIONS
+    out = fn(*args)
+    return time.perf_counter() - t0, out
 
 
-def networkx_per_iteration(graph, pure_python: bool) -> float:
-    import networkx as nx
-    from networkx.algorithms.link_analysis import pagerank_alg
-
-    fn = pagerank_alg._pagerank_python if pure_python else nx.pagerank
-    t0 = time.perf_counter()
-    try:  # tol 0: all 20 iterations, then networkx raises (it did not converge)
-        fn(graph, alpha=DAMPING, max_iter=ITERATIONS, tol=0.0)
-    except nx.PowerIterationFailedConvergence:
-        pass
-    return (time.perf_counter() - t0) / ITERATIONS
+def relative_difference(a: np.ndarray, b: np.ndarray) -> float:
+    return float(np.max(np.abs(a - b) / np.abs(b)))
 
 
-def networkx_graph(src, dst, n):
-    import networkx as nx
+def exact(a: np.ndarray, b: np.ndarray) -> bool:
+    return a.shape == b.shape and bool(np.array_equal(a, b))
 
-    g = nx.MultiDiGraph()
-    g.add_nodes_from(range(n))
-    g.add_edges_from(zip(src.tolist(), dst.tolist(), strict=True))
-    return g
+
+def supersteps_s(rec: dict) -> float:
+    """The supersteps alone (each the slowest rank's compute + communicate): bsp_s less the
+    plan and the program's set-up."""
+    return float(sum(r["compute_s"] + r["communicate_s"] for r in rec["rows"]))
+
+
+def plan_s(rec: dict) -> float:
+    return float(rec["timings"]["phases"].get("plan", 0.0))
+
+
+def bsp_facts(rec: dict) -> dict:
+    bsp = rec["extra"]["bsp"]
+    return {
+        "path": bsp["path"],
+        "placement": bsp["partitioning"]["placement"],
+        "split_hubs": bsp["partitioning"].get("split_hubs", 0),
+        "edge_imbalance": rec["metrics"]["edge_imbalance"],
+        "directions": sorted({r["direction"] for r in rec["rows"] if r["direction"]}),
+        "plan_s": plan_s(rec),
+        "cmd": rec["_cmd"],
+    }
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=None, help="rounds (default 3; --quick: 1)")
+    ap.add_argument("--quick", action="store_true", help="100,000 vertices / 1,000,000 edges")
+    ap.add_argument("--kinds", default=",".join(KINDS), help="graph kinds (default: all four)")
     args = parse_args(ap)
+    kinds = [k for k in args.kinds.split(",") if k]
+    if not kinds or any(k not in KINDS for k in kinds):
+        ap.error(f"--kinds: choose from {', '.join(KINDS)}")
+    rounds = args.rounds if args.rounds is not None else (1 if args.quick else 3)
+    if rounds < 1:
+        ap.error("--rounds must be at least 1")
     require_module("networkx", "networkx")
+    require_module("graphblas", "python-graphblas (SuiteSparse:GraphBLAS)")
+    import graphblas as gb
+
+    gb.init("suitesparse", blocking=False)
     warnings.simplefilter("ignore")
+    n, m = QUICK if args.quick else FULL
     started = machine()
-    print(started)
+    print(started, flush=True)
 
-    graphs = {}
-    for label, (n, m) in (("large", LARGE), ("small", SMALL)):
-        src, dst, _ = generate_edges("rmat", n, m, SEED, 0, m, False)
-        at, degree = transition(src, dst, n, True)
-        graphs[label] = (n, m, src, dst, at, degree)
+    times: dict[tuple[str, str], list[float]] = {}  # (kind, who) -> seconds per iteration
+    facts: dict[str, dict] = {}
+    answers: dict[str, float | bool] = {}
+    failures: list[str] = []
 
-    times: dict[str, list[float]] = {}
-    records: dict[str, list[dict]] = {}
+    def add(kind: str, who: str, seconds: float, edges: int = m) -> None:
+        times.setdefault((kind, who), []).append(seconds)
+        per_edge = f" ({seconds / edges * 1e9:6.2f} ns/edge)"
+        print(f"  {kind:9s} {who:32s} {seconds * 1e3:9.3f} ms{per_edge}", flush=True)
 
-    def add(key: str, seconds: float, rec: dict | None = None) -> None:
-        times.setdefault(key, []).append(seconds)
-        if rec is not None:
-            records.setdefault(key, []).append(
-                {"metrics": rec["metrics"], "timings": rec["timings"], "cmd": rec["_cmd"]}
-            )
-        print(f"  {key:28s} {seconds * 1e3:9.2f} ms/iteration", flush=True)
+    def compare(key: str, ok: bool, figure: float | bool) -> None:
+        answers[key] = figure
+        if not ok:
+            failures.append(f"{key}: {figure}")
+            print(f"  ANSWER DIFFERS: {key}: {figure}", flush=True)
 
-    for r in range(args.rounds):
-        print(f"round {r + 1}/{args.rounds}")
-        n, m, src, dst, at, degree = graphs["large"]
-        for p in (1, 2):
-            rec = cloudhpc_run(n, m, p, check=(r == 0))
-            add(f"large cloudhpc P={p}", rec["metrics"]["per_iteration_s"], rec)
-        add("large scipy.sparse", scipy_per_iteration(at, degree, n))
-        n, m, src, dst, at, degree = graphs["small"]
-        rec = cloudhpc_run(n, m, 2, check=(r == 0))
-        add("small cloudhpc P=2", rec["metrics"]["per_iteration_s"], rec)
-        add("small scipy.sparse", scipy_per_iteration(at, degree, n))
+    with tempfile.TemporaryDirectory(prefix="graph-bench-") as tmp:
+        for kind in kinds:
+            print(f"{kind}: {n:,} vertices, {m:,} edges", flush=True)
+            g = Graph(kind, n, m)
+            ref_pr, _ = pagerank_scipy(g.at, g.degree, n, DAMPING, ITERATIONS, 0.0)
+            ref_cc = components_reference(g.src, g.dst, g.w, n, {})
+            ref_sp = sssp_reference(g.src, g.dst, g.w, n, {"directed": True, "source": g.source})
+            a_cc = _csr(g.src, g.dst, np.ones(m), n)
+            a_sp = _lightest(g)
+            pr_args = ["--directed", "--iterations", str(ITERATIONS), "--tol", "0"]
+            for r in range(rounds):
+                print(f" round {r + 1}/{rounds}", flush=True)
+                for p in (1, 2):
+                    out = os.path.join(tmp, f"pr-{p}.npy")
+                    rec = cloudhpc_run("pagerank", g, p, out, *pr_args)
+                    add(kind, f"pagerank cloudhpc P={p}", rec["metrics"]["per_iteration_s"])
+                    facts[f"{kind} pagerank P={p}"] = bsp_facts(rec)
+                    diff = relative_difference(np.load(out), ref_pr)
+                    compare(f"{kind} pagerank P={p} vs scipy", diff <= PAGERANK_TOL, diff)
+                s, _ = timed(pagerank_scipy, g.at, g.degree, n, DAMPING, ITERATIONS, 0.0)
+                add(kind, "pagerank scipy.sparse", s / ITERATIONS)
+                for threads in (1, 2):
+                    gb.ss.config["nthreads"] = threads
+                    s, got = timed(pagerank_graphblas, g, ITERATIONS)
+                    add(kind, f"pagerank GraphBLAS {threads}t", s / ITERATIONS)
+                    diff = relative_difference(got, ref_pr)
+                    compare(f"{kind} GraphBLAS {threads}t vs scipy", diff <= PAGERANK_TOL, diff)
+                for app, ref, extra in (
+                    ("components", ref_cc, []),
+                    ("sssp", ref_sp, ["--directed", "--source", str(g.source)]),
+                ):
+                    for p in (1, 2):
+                        out = os.path.join(tmp, f"{app}-{p}.npy")
+                        rec = cloudhpc_run(app, g, p, out, *extra)
+                        add(kind, f"{app} cloudhpc P={p}", rec["metrics"]["bsp_s"])
+                        add(kind, f"{app} cloudhpc P={p} supersteps", supersteps_s(rec))
+                        facts[f"{kind} {app} P={p}"] = bsp_facts(rec)
+                        same = exact(np.load(out), ref)
+                        compare(f"{kind} {app} P={p} vs csgraph", same, same)
+                from scipy.sparse import csgraph
 
-    n, m, src, dst, at, degree = graphs["small"]
-    print("networkx (small graph)")
-    g = networkx_graph(src, dst, n)
-    for _ in range(args.rounds):
-        add("small networkx.pagerank", networkx_per_iteration(g, pure_python=False))
-    add("small networkx pure Python", networkx_per_iteration(g, pure_python=True))
-
-    # same answer: networkx converged (tol 1e-6) against cloudhpc with the same stopping rule
-    import networkx as nx
-
-    with tempfile.TemporaryDirectory(prefix="graph-pagerank-") as tmp:
-        out = os.path.join(tmp, "small.npy")
-        cloudhpc_run(n, m, 2, check=False, tol=1e-6, out=out)
-        ours = np.load(out)
-    ref = nx.pagerank(g, alpha=DAMPING, tol=1e-6)
-    nx_err = float(np.abs(ours - np.array([ref[i] for i in range(n)])).max() / max(ref.values()))
-    print(f"cloudhpc vs networkx (tol 1e-6): max relative difference {nx_err:.2e}")
+                s, _ = timed(csgraph.connected_components, a_cc, False)
+                add(kind, "components csgraph", s)
+                s, _ = timed(csgraph.dijkstra, a_sp, True, g.source)
+                add(kind, "sssp csgraph", s)
+            del g
+            networkx_row(kind, tmp, add, compare, args.quick)
 
     med = {k: statistics.median(v) for k, v in times.items()}
-
-    def paired(a: str, b: str) -> float:
-        """Median over rounds of the same-round ratio (the load changes between rounds)."""
-        return statistics.median(x / y for x, y in zip(times[a], times[b], strict=True))
-
-    ratios = {
-        "large_p2_over_scipy": paired("large cloudhpc P=2", "large scipy.sparse"),
-        "large_p1_over_scipy": paired("large cloudhpc P=1", "large scipy.sparse"),
-        "large_p2_over_p1": paired("large cloudhpc P=2", "large cloudhpc P=1"),
-        "small_networkx_over_p2": med["small networkx.pagerank"] / med["small cloudhpc P=2"],
-        "small_networkx_python_over_p2": med["small networkx pure Python"]
-        / med["small cloudhpc P=2"],
-        "small_p2_over_scipy": paired("small cloudhpc P=2", "small scipy.sparse"),
-    }
-    ended = os.getloadavg()[0]
-    rows = []
-    for key in times:
-        graph = LARGE if key.startswith("large") else SMALL
-        rows.append(
-            [
-                key,
-                graph[0],
-                graph[1],
-                len(times[key]),
-                med[key] * 1e3,
-                min(times[key]) * 1e3,
-                med[key] / graph[1] * 1e9,
-            ]  # fmt: skip
-        )
+    print(load_note())
+    small_m = (NETWORKX_QUICK if args.quick else NETWORKX_FULL)[1]
+    rows, ratios = tables(kinds, med, times, m, small_m, facts)
     notes = [
-        f"Machine: {started}; load average {ended:.1f} at the end.",
-        f"Command: `.venv/bin/python benchmarks/graph_pagerank.py --rounds {args.rounds}`; "
-        f"R-MAT graphs (seed {SEED}), directed, {ITERATIONS} iterations, damping {DAMPING}.",
-        "cloudhpc: `per_iteration_s` of the record (slowest rank's compute + communicate per "
-        "superstep, mean over the iterations); scipy/networkx: call wall time / iterations.",
-        f"Ratios (cloudhpc / scipy: median of same-round ratios; networkx: of medians): "
-        f"cloudhpc P=2 / scipy = {ratios['large_p2_over_scipy']:.2f} (large), "
-        f"{ratios['small_p2_over_scipy']:.2f} (small); P=1 / scipy = "
-        f"{ratios['large_p1_over_scipy']:.2f}; P=2 / P=1 = {ratios['large_p2_over_p1']:.2f}; "
-        f"networkx.pagerank / cloudhpc P=2 = "
-        f"{ratios['small_networkx_over_p2']:.1f}; networkx pure Python / cloudhpc P=2 = "
-        f"{ratios['small_networkx_python_over_p2']:.0f}.",
-        f"cloudhpc verified against scipy.sparse (--check) in round 1; against networkx "
-        f"(tol 1e-6): max relative difference {nx_err:.1e}.",
+        f"Machine: {started}. {load_note()}",
+        f"Command: `.venv/bin/python benchmarks/graph_pagerank.py --rounds {rounds}"
+        f"{' --quick' if args.quick else ''}`; {n:,} vertices, {m:,} directed edges per graph "
+        f"(seed {SEED}); PageRank {ITERATIONS} iterations, damping {DAMPING}.",
+        "cloudhpc: the record's per_iteration_s (pagerank) or bsp_s (components, sssp: with the "
+        "plan, index lists built once per graph; 'supersteps': without), each superstep the "
+        "slowest rank's compute + communicate. Peers: call wall time, graph in memory. Ratios: "
+        "median over rounds of the same-round ratio.",
+        f"Answers: {'all equal' if not failures else 'DIFFER: ' + '; '.join(failures)} "
+        f"(PageRank within {PAGERANK_TOL:g} per vertex, components and distances exact).",
     ]
-    header = ["what", "vertices", "edges", "rounds", "ms/iter (median)", "ms/iter (min)",
-              "ns/edge/iter"]  # fmt: skip
-    write_markdown("graph_pagerank", "PageRank: bsp vertex program vs scipy.sparse and networkx",
-                   header, rows, notes)  # fmt: skip
+    header = ["graph", "what", "rounds", "ms (median)", "ms (min)", "ns/edge(/iter)"]
+    write_markdown("graph_pagerank", "Graphs: bsp vertex programs vs scipy.sparse, "
+                   "GraphBLAS, csgraph and networkx", header, rows, notes)  # fmt: skip
     write_json(
         "graph_pagerank",
         {
             "machine": started,
-            "load_end": ended,
+            "load": load_note(),
+            "size": {"vertices": n, "edges": m},
             "iterations": ITERATIONS,
-            "graphs": {"large": LARGE, "small": SMALL},
-            "seconds_per_iteration": times,
-            "median": med,
+            "seconds": {f"{k} | {w}": v for (k, w), v in times.items()},
             "ratios": ratios,
-            "networkx_max_rel_diff": nx_err,
-            "records": records,
+            "targets": TARGETS,
+            "answers": answers,
+            "bsp": facts,
         },
     )
-    plot(med, ratios, started)
-    for row in rows:
-        print("  ".join(str(round(x, 3)) if isinstance(x, float) else str(x) for x in row))
-    for k, v in ratios.items():
-        print(f"{k}: {v:.2f}")
+    plot(kinds, med, m, started)
+    print_ratios(ratios)
+    if failures:
+        raise SystemExit(1)
 
 
-def plot(med: dict[str, float], ratios: dict[str, float], started: str) -> None:
+def networkx_row(kind: str, tmp: str, add, compare, quick: bool) -> None:
+    """networkx.pagerank on a small graph of the kind (timed, 20 iterations) and the same graph
+    converged by cloudhpc and networkx (tol 1e-6), compared."""
+    import networkx as nx
+
+    n, m = NETWORKX_QUICK if quick else NETWORKX_FULL
+    g = Graph(kind, n, m, peers=False)
+    nxg = nx.MultiDiGraph()
+    nxg.add_nodes_from(range(n))
+    nxg.add_edges_from(zip(g.src.tolist(), g.dst.tolist(), strict=True))
+    t0 = time.perf_counter()
+    try:  # tol 0: all 20 iterations, then networkx raises (it did not converge)
+        nx.pagerank(nxg, alpha=DAMPING, max_iter=ITERATIONS, tol=0.0)
+    except nx.PowerIterationFailedConvergence:
+        pass
+    seconds = (time.perf_counter() - t0) / ITERATIONS
+    print(f"  {kind:9s} small graph: {n:,} vertices, {m:,} edges", flush=True)
+    add(kind, "small: networkx.pagerank", seconds, m)
+    out = os.path.join(tmp, "nx.npy")
+    rec = cloudhpc_run("pagerank", g, 2, out, "--directed", "--tol", "1e-6")
+    add(kind, "small: pagerank cloudhpc P=2", rec["metrics"]["per_iteration_s"], m)
+    ref = nx.pagerank(nxg, alpha=DAMPING, tol=1e-6)
+    diff = relative_difference(np.load(out), np.array([ref[i] for i in range(n)]))
+    # both stop at the same L1 rule: the same iterate, up to the order of additions
+    compare(f"{kind} small pagerank P=2 vs networkx (tol 1e-6)", diff <= PAGERANK_TOL, diff)
+
+
+def _csr(src, dst, w, n):
+    import scipy.sparse as sp
+
+    return sp.csr_matrix((w, (src, dst)), shape=(n, n))
+
+
+def _lightest(g: Graph):
+    """The directed, weighted CSR dijkstra gets (self-loops dropped, parallel edges: the
+    lightest), as the sssp app's reference builds it."""
+    keep = g.src != g.dst
+    src, dst, w = g.src[keep], g.dst[keep], g.w[keep]
+    order = np.lexsort((w, dst, src))
+    src, dst, w = src[order], dst[order], w[order]
+    first = np.ones(len(src), dtype=np.bool_)
+    first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
+    return _csr(src[first], dst[first], w[first], g.n)
+
+
+def tables(kinds, med, times, m, small_m, facts) -> tuple[list[list], dict]:
+    def paired(kind: str, a: str, b: str) -> float:
+        """Median over rounds of the same-round ratio a / b (the load changes between rounds)."""
+        xs, ys = times[(kind, a)], times[(kind, b)]
+        return statistics.median(x / y for x, y in zip(xs, ys, strict=False))
+
+    rows, ratios = [], {}
+    for (kind, who), v in times.items():
+        edges = small_m if who.startswith("small") else m
+        per_edge = med[(kind, who)] / edges * 1e9
+        rows.append([kind, who, len(v), med[(kind, who)] * 1e3, min(v) * 1e3, per_edge])
+    for kind in kinds:
+        pr = "pagerank "
+        r = {
+            "P=1 / scipy": paired(kind, pr + "cloudhpc P=1", pr + "scipy.sparse"),
+            "P=2 / scipy": paired(kind, pr + "cloudhpc P=2", pr + "scipy.sparse"),
+            "P=1 / P=2 (speed-up, at least)": paired(kind, pr + "cloudhpc P=1",
+                                                     pr + "cloudhpc P=2"),
+            "P=1 / GraphBLAS 1 thread": paired(kind, pr + "cloudhpc P=1", pr + "GraphBLAS 1t"),
+            "P=2 / GraphBLAS 2 threads": paired(kind, pr + "cloudhpc P=2", pr + "GraphBLAS 2t"),
+            "GraphBLAS 1t / scipy": paired(kind, pr + "GraphBLAS 1t", pr + "scipy.sparse"),
+            "components P=2 / csgraph": paired(kind, "components cloudhpc P=2",
+                                               "components csgraph"),
+            "components P=1 / csgraph": paired(kind, "components cloudhpc P=1",
+                                               "components csgraph"),
+            "sssp P=2 / csgraph": paired(kind, "sssp cloudhpc P=2", "sssp csgraph"),
+            "sssp P=1 / csgraph": paired(kind, "sssp cloudhpc P=1", "sssp csgraph"),
+            "components P=2 supersteps / csgraph": paired(
+                kind, "components cloudhpc P=2 supersteps", "components csgraph"),
+            "sssp P=2 supersteps / csgraph": paired(kind, "sssp cloudhpc P=2 supersteps",
+                                                    "sssp csgraph"),
+            "networkx / cloudhpc P=2 (small)": med[(kind, "small: networkx.pagerank")]
+            / med[(kind, "small: pagerank cloudhpc P=2")],
+            "pagerank P=2 placement": facts[f"{kind} pagerank P=2"]["placement"],
+            "pagerank P=2 edge imbalance": facts[f"{kind} pagerank P=2"]["edge_imbalance"],
+        }  # fmt: skip
+        ratios[kind] = r
+    return rows, ratios
+
+
+def print_ratios(ratios: dict) -> None:
+    for kind, r in ratios.items():
+        print(f"{kind}:")
+        for k, v in r.items():
+            target = TARGETS.get(k)
+            if target is None and k.endswith("/ csgraph") and k.split()[1] == "P=2":
+                target = TARGETS["P=2 / csgraph"]
+            mark = ""
+            if isinstance(v, float) and target is not None:
+                met = v >= target if "at least" in k else v <= target
+                mark = f"  (target {'>=' if 'at least' in k else '<='} {target}: " \
+                       f"{'met' if met else 'MISSED'})"  # fmt: skip
+            shown = f"{v:.3f}" if isinstance(v, float) else str(v)
+            print(f"  {k:34s} {shown}{mark}")
+
+
+def plot(kinds, med, m: int, started: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    for ax, label, graph in ((axes[0], "large", LARGE), (axes[1], "small", SMALL)):
-        keys = [k for k in med if k.startswith(label)]
-        names = [k.split(" ", 1)[1] for k in keys]
-        vals = [med[k] * 1e3 for k in keys]
-        bars = ax.bar(names, vals, color=["#4c72b0" if "cloudhpc" in k else "#999" for k in keys])
-        ax.bar_label(bars, fmt="%.3g")
-        if label == "small":  # networkx is 2-3 orders of magnitude away
-            ax.set_yscale("log")
-        ax.set_ylabel("ms per iteration (median)")
-        ax.set_title(f"R-MAT {graph[0]:,} vertices, {graph[1]:,} edges")
-        ax.tick_params(axis="x", rotation=20)
-    fig.suptitle(
-        f"PageRank, {ITERATIONS} iterations: cloudhpc P=2 / scipy.sparse = "
-        f"{ratios['large_p2_over_scipy']:.2f}; networkx.pagerank / cloudhpc P=2 = "
-        f"{ratios['small_networkx_over_p2']:.0f}",
-        fontsize=10,
-    )
+    who = ["pagerank cloudhpc P=1", "pagerank cloudhpc P=2", "pagerank scipy.sparse",
+           "pagerank GraphBLAS 1t", "pagerank GraphBLAS 2t"]  # fmt: skip
+    colors = ["#4c72b0", "#2a4d8f", "#999999", "#dd8452", "#b0581f"]
+    fig, ax = plt.subplots(figsize=(10, 4.2))
+    width = 0.16
+    for i, (w, c) in enumerate(zip(who, colors, strict=True)):
+        vals = [med[(k, w)] / m * 1e9 for k in kinds]
+        bars = ax.bar(np.arange(len(kinds)) + (i - 2) * width, vals, width, label=w[9:], color=c)
+        ax.bar_label(bars, fmt="%.2g", fontsize=7)
+    ax.set_xticks(np.arange(len(kinds)), kinds)
+    ax.set_ylabel("ns per edge per iteration (median)")
+    ax.set_title(f"PageRank, {ITERATIONS} iterations, {m:,} edges", fontsize=10)
+    ax.legend(fontsize=8)
     fig.text(0.01, 0.01, started, fontsize=6)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     save_figure(fig, "graph_pagerank.png")
