@@ -143,8 +143,8 @@ def test_hosts_files_of_clusters_and_of_real_machines(tmp_path, monkeypatch):
     plan = json.loads(r.stdout)
     assert plan["launcher"] == "cluster", r.stderr
     argv = plan["argv"]
-    assert argv[:4] == ["ip", "netns", "exec", c.head]  # mpiexec on the head node
-    assert argv[5:11] == ["-launcher", "ssh", "-launcher-exec", c.hook, "-localhost", c.gateway]
+    assert argv[:3] == ["nsenter", f"--net=/run/netns/{c.head}", "--"]  # mpiexec on the head
+    assert argv[4:10] == ["-launcher", "ssh", "-launcher-exec", c.hook, "-localhost", c.gateway]
     assert plan["env"]["FI_PROVIDER"] == "tcp" and plan["env"]["FI_TCP_IFACE"] == "chpc0"
     r = run_cli("bench", "pingpong", "--hosts", str(tmp_path / "real.hosts"), "--dry-run",
                 "--json", env=env)  # fmt: skip

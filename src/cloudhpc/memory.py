@@ -17,7 +17,9 @@ from .errors import CloudhpcError
 
 def available_memory() -> int:
     """Bytes this host can give the run: CLOUDHPC_MEMORY_LIMIT if set (tests, batch limits),
-    else the cgroup limit or MemAvailable, whichever is smaller."""
+    else the cgroup limit, an emulated host's memory (CLOUDHPC_HOST_MEM, set on its hosts by
+    cluster/hook.py: a rank there cannot see /sys/fs/cgroup) or MemAvailable, whichever is
+    smallest."""
     env = os.environ.get("CLOUDHPC_MEMORY_LIMIT")
     if env:
         try:
@@ -33,6 +35,9 @@ def available_memory() -> int:
                     break
     except OSError:
         pass
+    host = os.environ.get("CLOUDHPC_HOST_MEM", "")
+    if host.isdigit():
+        avail = min(avail, int(host))
     try:
         with open("/sys/fs/cgroup/memory.max") as f:
             text = f.read().strip()

@@ -20,6 +20,7 @@ process for rooted and all-to-all operations, the whole vector for reductions).
 
 from __future__ import annotations
 
+import os
 import time
 
 import numpy as np
@@ -129,21 +130,36 @@ def _measure(ctx: RunContext, op: str, nbytes: int, budget_s: float, cap_s: floa
     return row, slow
 
 
-def compute_probe(repeat: int = 3) -> float:
+def compute_probe(repeat: int = 3, span_s: float = 0.0) -> float:
     """Seconds of a fixed single-threaded NumPy workload (arithmetic over a 2M-element array,
     a sort of 256k keys): the best of `repeat`, so that a neighbour's burst counts less. Ratios
-    of it between two machines are the model's compute-speed factor."""
+    of it between two machines are the model's compute-speed factor.
+
+    span_s > 0 (a host whose CPU share is a CFS quota per period, `cpu_period`): the mean of
+    as many repeats as fill span_s, since one short repeat can run whole inside the quota of
+    one period and would measure the machine's speed, not the host's share of it."""
     rng = np.random.default_rng(1)
     x = rng.random(2_000_000)
     keys = rng.integers(0, 1 << 30, 1 << 18)
     best = float("inf")
-    for _ in range(repeat):
+    start, count = time.perf_counter(), 0
+    while count < repeat or time.perf_counter() - start < span_s:
         t0 = time.perf_counter()
         for _ in range(4):
             np.sqrt(x * x + 1.0).sum()
         np.sort(keys)
         best = min(best, time.perf_counter() - t0)
-    return best
+        count += 1
+    return (time.perf_counter() - start) / count if span_s > 0 else best
+
+
+def cpu_period(job_cluster: dict | None, host: str | None) -> float:
+    """Seconds of the CFS period that limits emulated host `host` of the job's cluster (its
+    description, Cluster.to_dict()); 0 for a host with whole cores or no limit."""
+    for h in (job_cluster or {}).get("hosts", []):
+        if h.get("name") == host and h.get("cpus") and not h.get("cpuset"):
+            return (h.get("cpu_period_us") or 0) / 1e6
+    return 0.0
 
 
 def main(ctx: RunContext) -> dict:
@@ -170,7 +186,8 @@ def main(ctx: RunContext) -> dict:
     if ctx.params.get("probe", True):
         with ctx.phase("compute"):
             ctx.comm.Barrier()
-            probe = ctx.comm.gather(compute_probe(), root=0)
+            period = cpu_period(ctx.job.cluster, os.environ.get("CLOUDHPC_HOST"))
+            probe = ctx.comm.gather(compute_probe(span_s=5 * period), root=0)
     ctx.progress(total, total, "done")
     if ctx.rank != 0:
         return {}

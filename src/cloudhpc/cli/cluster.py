@@ -33,6 +33,7 @@ machine uses; its addresses exist only inside the cluster's namespaces). Needs r
 
 examples:
   cloudhpc cluster up demo --hosts 4 --slots 1 --link 1gbit
+  cloudhpc cluster up small --hosts 4 --cpus 0.5 --mem 1G     # instance-sized hosts
   cloudhpc bench pingpong -n 2 --hosts ~/.local/state/cloudhpc/clusters/demo/demo.hosts
   cloudhpc cluster link demo 100mbit
   cloudhpc cluster status demo
@@ -64,6 +65,34 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         metavar="RATE[,RATE...]",
         help="each host's link rate, as tc writes it (100mbit, 1gbit, 10gbit, none): one for "
         "all, or one per host; both directions are capped (tbf), no delay is added",
+    )
+    u.add_argument(
+        "--cpus",
+        metavar="C[,C...]",
+        help="each host's CPU share, one for all or one per host (default: the whole machine's): "
+        "whole cores that fit side by side are given as cores of their own (a cpuset: 2 hosts x "
+        "1 on a 2-core machine), any other share (0.5, 1.5) as CFS bandwidth, a quota of CPU "
+        "time per period (--cpu-period); every process of a host runs in its control group",
+    )
+    u.add_argument(
+        "--mem",
+        metavar="SIZE[,SIZE...]",
+        help="each host's memory (512M, 2G; one for all or one per host; default: unlimited), "
+        "enforced by the memory controller: a host that needs more has its processes killed",
+    )
+    u.add_argument(
+        "--cpu-period",
+        metavar="TIME",
+        help="the CFS period of fractional --cpus (default 20ms, chosen by measurement: "
+        "docs/cluster.md); with whole cores it asks for CFS instead of a cpuset",
+    )
+    u.add_argument(
+        "--mpi-wait",
+        default="auto",
+        metavar="MODE",
+        help="how MPI ranks wait for messages on the hosts: spin (poll), yield, sleep, "
+        "throttle (MPICH), wait (Intel MPI); auto (default): each MPI's best on a fractional "
+        "CPU share, spin elsewhere (docs/cluster.md has the measured table)",
     )
     u.add_argument(
         "--mtu",
@@ -103,6 +132,7 @@ def _rates(text: str) -> list[int | None]:
 
 def handle(args: argparse.Namespace) -> int:
     from .. import cluster
+    from ..cluster import shares
 
     if args.action == "up":
         c = cluster.up(
@@ -112,6 +142,10 @@ def handle(args: argparse.Namespace) -> int:
             _rates(args.link),
             mtu=args.mtu,
             scratch=args.scratch,
+            cpus=shares.parse_cpus(args.cpus) if args.cpus else None,
+            mem=shares.parse_mem(args.mem) if args.mem else None,
+            cpu_period_us=shares.parse_period(args.cpu_period) if args.cpu_period else None,
+            mpi_wait=args.mpi_wait,
         )
         if args.json:
             print_json(c.to_dict(), indent=1)
@@ -197,6 +231,8 @@ def _show(c, live: bool = False, console=out) -> None:
     present = net.namespaces() if live else set()
     for h in c.hosts:
         row = {"host": h.name, "address": h.address, "slots": h.slots, "link": h.link}
+        if any(x.cpus is not None or x.mem_bytes is not None for x in c.hosts):
+            row["size"] = h.size
         if live:
             row["namespace"] = "present" if h.namespace in present else "MISSING"
             row["tc (out / in)"] = (

@@ -7,8 +7,10 @@ HOOK exactly as it would run ssh:
 remote shell, the proxy's path already in double quotes.) This module does what sshd would on
 that host: joins the words and runs them with `bash -c` inside the host's network namespace, in
 a UTS namespace of its own whose host name is the host's (so MPI_Get_processor_name and the
-run's `nodes` name the emulated host). The proxy keeps this process's environment (as the run's
-token, procs.py) plus CLOUDHPC_HOST / CLOUDHPC_SCRATCH, the host's name and local disk.
+run's `nodes` name the emulated host), and in the host's control groups (its CPU share and
+memory, cgroup.py). The proxy keeps this process's environment (as the run's
+token, procs.py) plus CLOUDHPC_HOST / CLOUDHPC_SCRATCH, the host's name and local disk, and
+CLOUDHPC_HOST_MEM, its memory limit in bytes when it has one.
 
 The per-cluster script `STATE/NAME/hook` runs this file by its path (`python -I -S hook.py
 STATE.json ...`): standard library only, no package import, so a proxy starts in ~10 ms.
@@ -21,9 +23,14 @@ import os
 import sys
 
 
-def host_argv(namespace: str, hostname: str, command: str) -> list[str]:
-    """argv that runs the shell command `command` as host `hostname` (namespace `namespace`)."""
-    return [
+def host_argv(
+    namespace: str, hostname: str, command: str, cgroups: list[str] | tuple[str, ...] = ()
+) -> list[str]:
+    """argv that runs the shell command `command` as host `hostname` (namespace `namespace`),
+    inside the host's control groups (the `cgroup.procs` files `cgroups`): a shell writes its
+    own PID into each, then becomes `ip netns exec` (which hides /sys/fs/cgroup behind the
+    namespace's own /sys), so everything the command starts is in them."""
+    argv = [
         "ip",
         "netns",
         "exec",
@@ -37,6 +44,17 @@ def host_argv(namespace: str, hostname: str, command: str) -> list[str]:
         hostname,
         command,
     ]
+    if not cgroups:
+        return argv
+    join = 'for g in $0; do echo $$ > "$g" || exit 125; done; exec "$@"'
+    return ["sh", "-c", join, " ".join(cgroups), *argv]
+
+
+def join_cgroups(cgroups: list[str] | tuple[str, ...]) -> None:
+    """Put this process into the host's control groups (before it becomes the host's proxy)."""
+    for path in cgroups:
+        with open(path, "w") as fh:
+            fh.write(str(os.getpid()))
 
 
 def main(argv: list[str]) -> int:
@@ -67,11 +85,14 @@ def main(argv: list[str]) -> int:
         return 255
     os.environ["CLOUDHPC_HOST"] = host
     os.environ["CLOUDHPC_SCRATCH"] = h["scratch"]
+    if h.get("mem_bytes"):  # the host's memory: what its ranks may count on (memory.py)
+        os.environ["CLOUDHPC_HOST_MEM"] = str(h["mem_bytes"])
     argv_ = host_argv(h["name"], host, command)
     try:
+        join_cgroups(h.get("cgroups") or ())
         os.execvp(argv_[0], argv_)
     except OSError as e:
-        print(f"cloudhpc cluster hook: cannot run ip: {e}", file=sys.stderr)
+        print(f"cloudhpc cluster hook: cannot start on {host}: {e}", file=sys.stderr)
     return 255
 
 

@@ -28,14 +28,15 @@ from .. import owned, signals
 from ..atomic import write_text
 from ..errors import CloudhpcError
 from ..job import Host
+from . import cgroup, net, shares, state
 from . import hook as hook_module
-from . import net, state
 from .model import (
     MAX_HOSTS,
     Cluster,
     ClusterHost,
     check_name,
     host_name,
+    host_pattern,
     link_alias,
     namespace_pattern,
 )
@@ -79,8 +80,15 @@ def plan(
     scratch: str | None = None,
     ephemeral: bool = False,
     root: Path | None = None,
+    cpus: Sequence[float] | None = None,
+    mem: Sequence[int] | None = None,
+    cpu_period_us: int | None = None,
+    mpi_wait: str = "auto",
 ) -> Cluster:
-    """The cluster as it will be (no subnet yet): every check that needs no kernel object."""
+    """The cluster as it will be (no subnet yet): every check that needs no kernel object.
+    cpus, mem: each host's CPU share and memory in bytes (one for all or one per host; None:
+    unlimited), cpu_period_us: the CFS period of fractional shares (shares.py); mpi_wait: how
+    MPI ranks wait on its hosts (shares.check_wait)."""
     check_name(name)
     if not 1 <= nhosts <= MAX_HOSTS:
         raise CloudhpcError(f"--hosts must be between 1 and {MAX_HOSTS}, not {nhosts}")
@@ -90,6 +98,13 @@ def plan(
     links = _per_host(links, nhosts, "--link")
     if not 1280 <= mtu <= 65535:
         raise CloudhpcError(f"--mtu must be between 1280 and 65535, not {mtu}")
+    limits = shares.plan_limits(
+        _per_host(cpus, nhosts, "--cpus") if cpus else [None] * nhosts,
+        _per_host(mem, nhosts, "--mem") if mem else [None] * nhosts,
+        slots,
+        cpu_period_us,
+    )
+    shares.check_wait(mpi_wait)
     directory = state.cluster_dir(name, root)
     if scratch is not None:
         base = Path(scratch).expanduser().absolute()
@@ -104,6 +119,10 @@ def plan(
             slots=slots[i],
             link_bps=links[i],
             scratch=str(base / host_name(name, i)),
+            cpus=limits[i].cpus,
+            cpuset=limits[i].cpuset,
+            cpu_period_us=limits[i].period_us,
+            mem_bytes=limits[i].mem_bytes,
         )
         for i in range(nhosts)
     )
@@ -115,6 +134,7 @@ def plan(
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         ephemeral=ephemeral,
         owner=_owner() if ephemeral else {},
+        mpi_wait=mpi_wait,
     )
 
 
@@ -147,6 +167,12 @@ def up(
         for h in cluster.hosts:
             if os.path.lexists(h.scratch):
                 raise CloudhpcError(f"scratch directory {h.scratch} exists already")
+        groups = cgroup.names() & {h.name for h in cluster.hosts}
+        if groups:
+            raise CloudhpcError(
+                f"control group cloudhpc/{sorted(groups)[0]} exists (left by a cluster {name} "
+                f"that was not brought down?); `cloudhpc cluster down {name}` removes it"
+            )
         try:
             return _create(cluster)
         except BaseException:
@@ -166,10 +192,14 @@ def _create(cluster: Cluster) -> Cluster:
         state.save(cluster)
     with signals.held():
         net.setup_bridge(cluster)
+    hosts = []
     for host in cluster.hosts:
         with signals.held():
             owned.make_dir("cluster-scratch", path=host.scratch, owner=None)
             net.add_host(cluster, host)
+            # its control groups, before any of its processes starts
+            hosts.append(replace(host, cgroups=tuple(cgroup.create(host.name, host.limits))))
+    cluster = replace(cluster, hosts=tuple(hosts))
     with signals.held():
         _write_hook(cluster)
         write_text(cluster.hosts_file, cluster.hosts_text())
@@ -225,17 +255,19 @@ def discard(name: str, root: Path | None = None) -> None:
                 _teardown(cluster)
 
 
-def kernel_objects(name: str) -> tuple[list[str], list[str]]:
-    """Namespaces and links of cluster `name` found by their names and aliases alone."""
+def kernel_objects(name: str) -> tuple[list[str], list[str], list[str]]:
+    """Namespaces, links and host control groups of cluster `name` found by their names and
+    aliases alone."""
     ns = sorted(n for n in net.namespaces() if namespace_pattern(name).match(n))
     alias = link_alias(name)
     links = sorted(link for link, a in net.links().items() if a == alias)
-    return ns, links
+    groups = sorted(g for g in cgroup.names() if host_pattern(name).match(g))
+    return ns, links, groups
 
 
 def _teardown(cluster: Cluster | None, name: str | None = None) -> list[str]:
     name = cluster.name if cluster is not None else name
-    ns, links = kernel_objects(name)
+    ns, links, groups = kernel_objects(name)
     if cluster is not None:
         ns = sorted({*ns, *cluster.namespaces})
         # veths before the bridge
@@ -245,6 +277,11 @@ def _teardown(cluster: Cluster | None, name: str | None = None) -> list[str]:
             links.append(cluster.bridge)
         links = list(dict.fromkeys(links))
     removed = net.remove(ns, links)
+    if cluster is not None:
+        groups = sorted({*groups, *(h.name for h in cluster.hosts if h.cgroups)})
+    for g in groups:  # after the namespaces: their processes are gone, or killed here
+        if cgroup.remove(g):
+            removed.append(f"cgroup {g}")
     if cluster is not None:  # what it made, proved (owned.py): never a directory it found there
         for h in cluster.hosts:
             owned.remove_dir(h.scratch)
@@ -267,16 +304,18 @@ def throwaway(
     *,
     mtu: int = DEFAULT_MTU,
     root: Path | None = None,
+    **sizes: Any,
 ) -> Iterator[Cluster]:
     """A cluster for one run: up on entry, down on exit however the run ends; if this process
-    is killed outright (SIGKILL), its guard (guard.py) brings the cluster down."""
+    is killed outright (SIGKILL), its guard (guard.py) brings the cluster down. `sizes`: the
+    hosts' cpus, mem and cpu_period_us, as for `plan`."""
     net.require_root()
     name = f"tmp{os.getpid()}-{secrets.token_hex(2)}"
     root = root or state.state_root()
     keeper = _start_guard(name, root)  # first: a SIGKILL during `up` is covered too
     try:
         try:
-            yield up(name, nhosts, slots, links, mtu=mtu, ephemeral=True, root=root)
+            yield up(name, nhosts, slots, links, mtu=mtu, ephemeral=True, root=root, **sizes)
         finally:
             with signals.held():
                 discard(name, root)

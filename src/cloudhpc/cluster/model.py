@@ -27,7 +27,9 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from ..errors import CloudhpcError
+from .cgroup import Limits
 from .rates import format_rate
+from .shares import mem_text
 
 PREFIX = "chpc"
 IFACE = "chpc0"  # a host's end of its link, inside its namespace
@@ -97,6 +99,15 @@ class ClusterHost:
     address: str = ""  # set once the cluster has its subnet
     veth: str = ""  # the root namespace's end of its link (on the bridge)
     iface: str = IFACE  # its own end, inside the namespace
+    # its size (shares.py): a CPU share (None: the whole machine's), given as whole cores
+    # (cpuset) or a CFS quota per period; its memory (None: unlimited)
+    cpus: float | None = None
+    cpuset: str = ""
+    cpu_period_us: int | None = None
+    mem_bytes: int | None = None
+    # the `cgroup.procs` files of its control groups: every process started on the host
+    # writes its PID into them first (hook.host_argv)
+    cgroups: tuple[str, ...] = ()
 
     @property
     def namespace(self) -> str:
@@ -105,6 +116,35 @@ class ClusterHost:
     @property
     def link(self) -> str:
         return format_rate(self.link_bps)
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(self.cpus, self.cpuset, self.cpu_period_us, self.mem_bytes)
+
+    @property
+    def size(self) -> str:
+        """ "1 CPU (cpuset 0), 512M", "0.5 CPU (CFS 50/100 ms)", "all CPUs" for tables."""
+        lim = self.limits
+        if self.cpus is None:
+            cpu = "all CPUs"
+        elif lim.cpuset:
+            cpu = f"{self.cpus:g} CPU (core {lim.cpuset})"
+        else:
+            cpu = f"{self.cpus:g} CPU (CFS {lim.quota_us / 1000:g}/{lim.period_us / 1000:g} ms)"
+        if self.mem_bytes is not None:
+            cpu += f", {mem_text(self.mem_bytes)}"
+        return cpu
+
+    def share(self) -> dict[str, Any]:
+        """Its CPU share and memory as a record states them."""
+        lim = self.limits
+        d: dict[str, Any] = {"cpus": self.cpus, "cpu_limit": lim.kind}
+        if lim.cpuset:
+            d["cpuset"] = lim.cpuset
+        if lim.quota_us is not None:
+            d.update(cfs_quota_us=lim.quota_us, cfs_period_us=lim.period_us)
+        d["mem_bytes"] = self.mem_bytes
+        return d
 
 
 @dataclass(frozen=True)
@@ -118,6 +158,9 @@ class Cluster:
     number: int | None = None  # K: bridge, links and subnet (None until claimed)
     ephemeral: bool = False  # brought up for one run (--env capped:RATE)
     owner: dict[str, Any] = field(default_factory=dict)  # pid + start time of its creator
+    # how MPI ranks wait for messages on its hosts (mpi/base.py wait_modes): "auto" is each
+    # implementation's best on a fractional CPU share, its default (spin) elsewhere
+    mpi_wait: str = "auto"
 
     # ---- derived names --------------------------------------------------------------------
     @property
@@ -147,8 +190,10 @@ class Cluster:
         return [self.head, *(h.namespace for h in self.hosts)]
 
     def in_head(self, argv: list[str]) -> list[str]:
-        """argv that runs `argv` on the head node."""
-        return ["ip", "netns", "exec", self.head, *argv]
+        """argv that runs `argv` on the head node: in its network namespace only (nsenter), not
+        in the mount namespace `ip netns exec` makes, whose /sys hides /sys/fs/cgroup: the hook
+        that mpiexec calls there puts each host's proxy into the host's control groups."""
+        return ["nsenter", f"--net=/run/netns/{self.head}", "--", *argv]
 
     @property
     def hosts_file(self) -> str:
@@ -201,6 +246,7 @@ class Cluster:
             "gateway": self.gateway,
             "mtu": self.mtu,
             "netem": False,  # no added delay: only bandwidth is capped (tbf)
+            "mpi_wait": self.mpi_wait,
             "hosts": [
                 {
                     "name": h.name,
@@ -209,6 +255,7 @@ class Cluster:
                     "link": h.link,
                     "link_bps": h.link_bps,
                     "scratch": h.scratch,
+                    **h.share(),
                 }
                 for h in self.hosts
             ],
@@ -223,7 +270,9 @@ class Cluster:
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Cluster:
         d = dict(d)
-        d["hosts"] = tuple(ClusterHost(**h) for h in d["hosts"])
+        d["hosts"] = tuple(
+            ClusterHost(**{**h, "cgroups": tuple(h.get("cgroups", ()))}) for h in d["hosts"]
+        )
         return cls(**d)
 
     @classmethod

@@ -11,10 +11,12 @@ crosses the capped links.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..cluster import IFACE, Cluster, check_ready
 from ..errors import CloudhpcError
 from ..job import Job
-from ..mpi import Reach
+from ..mpi import Reach, get_implementation
 from .hosts import HostsLauncher
 from .names import CLUSTER
 from .plan import LaunchPlan
@@ -29,6 +31,19 @@ def job_cluster(job: Job) -> Cluster:
     return Cluster.from_dict(job.cluster)
 
 
+def wait_mode(cluster: Cluster, job: Job) -> tuple[str, dict[str, str]]:
+    """How the job's ranks wait for messages on the cluster's hosts, and its variables: the
+    cluster's --mpi-wait, or for "auto" the implementation's best on a fractional CPU share
+    (a CFS quota, which spinning would spend) and its default, spinning, elsewhere."""
+    mpi = get_implementation(job.mpi)
+    mode = cluster.mpi_wait
+    if mode == "auto":
+        used = {h.name for h in job.hosts}
+        shared = any(h.limits.kind == "cfs" for h in cluster.hosts if h.name in used)
+        mode = mpi.shared_cpu_wait if shared else "spin"
+    return mode, mpi.wait_variables(mode)
+
+
 class ClusterLauncher(HostsLauncher):
     name = CLUSTER
     same_machine = True  # its hosts are namespaces of this machine
@@ -41,7 +56,9 @@ class ClusterLauncher(HostsLauncher):
 
     def plan(self, job: Job, rank_argv: list[str] | None = None, extra_env=None) -> LaunchPlan:
         c = job_cluster(job)
-        plan = super().plan(job, rank_argv, extra_env)
+        mode, wait = wait_mode(c, job)
+        plan = super().plan(job, rank_argv, {**wait, **(extra_env or {})})
+        plan = replace(plan, details={**plan.details, "mpi_wait": mode})
         if c.status != "up":  # --dry-run of --env capped:RATE: nothing was created
             plan.notes.append(
                 f"--env {job.env}: a throwaway cluster of {len(c.hosts)} hosts is brought up "

@@ -95,6 +95,23 @@ class MpiImplementation:
     # segments) that a killed run would leave: the runner gives it a scratch directory that
     # exists for the run alone (run_variables)
     wants_scratch: bool = False
+    # How a rank waits for a message, by name -> the variables that ask for it. "spin" (every
+    # library's default) polls without pause: the lowest latency on a core of its own, but on a
+    # host with a fractional CPU share (a CFS quota) the spinning spends the quota, and the
+    # rank is then throttled while its partner sends. The others give the CPU back while
+    # waiting, each as the library can (sched_yield, a short sleep, a wait in the kernel).
+    wait_modes: dict[str, dict[str, str]] = {"spin": {}}
+    # the mode used on hosts with a fractional CPU share: the best of the table measured by
+    # benchmarks/cluster_cpu_share.py (docs/cluster.md)
+    shared_cpu_wait: str = "spin"
+
+    def wait_variables(self, mode: str) -> dict[str, str]:
+        """The variables of wait mode `mode` (one line naming the modes for an unknown one)."""
+        if mode not in self.wait_modes:
+            raise CloudhpcError(
+                f"{self.title} has no wait mode {mode!r} (its modes: {', '.join(self.wait_modes)})"
+            )
+        return dict(self.wait_modes[mode])
 
     def rank_exits(self, stderr: str) -> tuple[str, dict[int, int]]:
         """The launcher's report of each rank's end (exit_report_args) taken out of its output

@@ -38,6 +38,17 @@ class IntelMpi(Hydra, PypiImplementation):
     stdout_noise = ("=====", "=   BAD TERMINATION", "=   RANK ", "=   KILLED BY", "=   EXIT")
     bootstrap = "-bootstrap"
     bootstrap_exec = "-bootstrap-exec"
+    # its wait mode (for oversubscription: the rank waits for messages in the kernel), or the
+    # back-off of its polling loop: sched_yield (I_MPI_THREAD_YIELD=2) or usleep (3)
+    wait_modes = {
+        "spin": {},
+        "wait": {"I_MPI_WAIT_MODE": "1"},
+        "yield": {"I_MPI_THREAD_YIELD": "2"},
+        "sleep": {"I_MPI_THREAD_YIELD": "3", "I_MPI_THREAD_SLEEP": "1"},
+    }
+    # measured best on a 0.5-CPU host (docs/cluster.md): spinning took 1.6-1.9 ms per 8 B
+    # ping-pong, its wait mode 0.08-0.26 ms, yield and sleep 0.2-1.7 ms
+    shared_cpu_wait = "wait"
 
     def library(self, prefix: Path | None = None) -> Path:
         return (prefix or self.prefix()) / "lib" / "libmpi.so.12"

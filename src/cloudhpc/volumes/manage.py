@@ -252,7 +252,7 @@ def start_services(cluster: Cluster, hosts: Sequence[ClusterHost]) -> list[Clust
         )
         with open(root / ".dataserve.log", "ab") as log:
             subprocess.Popen(
-                host_argv(h.namespace, h.name, command),
+                host_argv(h.namespace, h.name, command, h.cgroups),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
