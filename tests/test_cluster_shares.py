@@ -269,3 +269,32 @@ def test_bad_sizes_are_one_line_and_leave_nothing(state, args, message):
     assert_one_line_error(r, message)
     assert r.returncode == 2
     assert not (state / name).exists() and _groups(name) == set()
+
+
+@needs_cgroups
+def test_a_group_cloudhpc_did_not_make_is_left_alone(state):
+    """A control group named as a host's, but not made by cloudhpc (no record of its path and
+    inode), is neither emptied nor removed, by `remove` or by `cluster down`."""
+    name = f"{TAG}o"
+    host = f"chpc-{name}-h0"
+    h = Hierarchy.detect()
+    theirs = h.group("cpu", host)
+    theirs.mkdir()
+    p = subprocess.Popen(["sleep", "60"])
+    try:
+        (theirs / "cgroup.procs").write_text(str(p.pid))
+        assert cgroup.remove(host) is False
+        run_cli("cluster", "down", name)
+        assert theirs.is_dir() and p.poll() is None
+    finally:
+        p.kill()
+        p.wait()
+        deadline = time.monotonic() + 10
+        while theirs.exists() and time.monotonic() < deadline:
+            try:
+                theirs.rmdir()
+            except OSError:
+                time.sleep(0.05)
+    # one cloudhpc made and recorded goes
+    assert cgroup.create(host, Limits(cpus=0.5, period_us=20_000)) and cgroup.exists(host)
+    assert cgroup.remove(host) is True and not cgroup.exists(host)

@@ -377,3 +377,82 @@ def orphans(kind: str) -> list[Made]:
             continue
         found.append(made)
     return sorted(found, key=lambda m: m.path)
+
+
+# ---- control groups ----------------------------------------------------------------------------
+# A control group's directory (cgroupfs) can hold no marker file: one cloudhpc makes is proved
+# by its record alone, which names its path and inode (kernfs numbers a new directory afresh, so
+# a group removed and made again at the path, by anyone, is another one). The processes in a
+# group it made are those its hook put there and their children: they are ended with the group.
+GROUP_KIND = "cgroup"
+
+
+def make_group(path: str | os.PathLike) -> Made:
+    """Make the control group directory `path` (refused if it exists) and record it."""
+    where = os.path.abspath(path)
+    os.mkdir(where)
+    st = os.lstat(where)
+    made = Made(
+        token=secrets.token_hex(16),
+        kind=GROUP_KIND,
+        path=where,
+        dev=st.st_dev,
+        ino=st.st_ino,
+        owner=None,
+        made_dir=True,
+        whole=False,
+    )
+    try:
+        _save(made)
+    except BaseException:
+        os.rmdir(where)  # made just now, by this call
+        raise
+    return made
+
+
+def find_group(path: str | os.PathLike) -> Made | None:
+    """The record proving that cloudhpc made control group `path`, else None."""
+    where = os.path.abspath(path)
+    try:
+        st = os.lstat(where)
+        names = os.listdir(_registry())
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        return None
+    for name in names:
+        made = _load(name.removesuffix(".json")) if name.endswith(".json") else None
+        if made is not None and made.kind == GROUP_KIND and made.path == where:
+            if (made.dev, made.ino) == (st.st_dev, st.st_ino):
+                return made
+    return None
+
+
+def remove_group(path: str | os.PathLike, timeout: float = 10.0) -> bool:
+    """Kill the processes left in control group `path` and remove it, if cloudhpc made it;
+    False, touching nothing, if it did not (or the group is gone)."""
+    made = find_group(path)
+    if made is None:
+        return False
+    procs = os.path.join(made.path, "cgroup.procs")
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(procs) as fh:
+                left = {int(p) for p in fh.read().split()}
+        except (OSError, ValueError):
+            left = set()
+        kill(left - {os.getpid()})
+        try:
+            os.rmdir(made.path)
+            break
+        except FileNotFoundError:
+            break
+        except OSError as e:  # EBUSY: killed processes not gone yet
+            if time.monotonic() > deadline:
+                raise CloudhpcError(
+                    f"cannot remove control group {made.path}: {e.strerror}"
+                ) from None
+            time.sleep(0.02)
+    _forget(made)
+    return True

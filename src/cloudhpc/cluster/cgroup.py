@@ -21,21 +21,20 @@ Each controller is looked for in /proc/self/mountinfo: a v1 hierarchy that has i
 hierarchy if its `cgroup.controllers` lists it. A process joins by writing its PID into the
 group's `cgroup.procs` (`procs_files`); its children are born there. The host's processes are
 started through cluster/hook.py's `host_argv`, which does that before anything else runs.
-`remove` kills what is still in a group (only processes that cloudhpc put there) and removes the
-group.
+Each group is recorded as cloudhpc's when made (owned.make_group: its path and inode); `remove`
+kills what is still in a group (only processes that cloudhpc put there) and removes it, and
+leaves alone a group of that name it cannot prove it made.
 """
 
 from __future__ import annotations
 
-import errno
 import math
 import os
-import signal
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import owned
 from ..errors import CloudhpcError
 
 PREFIX = "cloudhpc-"
@@ -193,7 +192,8 @@ def create(name: str, limits: Limits, h: Hierarchy | None = None) -> list[str]:
     h.require(used)
     for c in used:
         _prepare_root(h, c)
-        h.group(c, name).mkdir(exist_ok=True)
+    for d in h.dirs(name, used):  # recorded as cloudhpc's (owned.py): only those are removed
+        owned.make_group(d)
     for c in used:
         _limit(h, c, name, limits)
     return [str(d / "cgroup.procs") for d in h.dirs(name, used)]
@@ -263,33 +263,13 @@ def names(h: Hierarchy | None = None) -> set[str]:
 
 
 def remove(name: str, h: Hierarchy | None = None, timeout: float = 10.0) -> bool:
-    """Kill what is left in host `name`'s groups and remove them. True if there was a group."""
+    """Kill what is left in host `name`'s groups and remove them, those that cloudhpc made
+    (owned.py; a group of that name it cannot prove its own is left alone). True if one went."""
     h = h or Hierarchy.detect()
-    dirs = [d for d in h.dirs(name) if d.is_dir()]
-    if not dirs:
-        return False
-    deadline = time.monotonic() + timeout
-    for d in dirs:
-        while True:
-            try:
-                left = [int(p) for p in (d / "cgroup.procs").read_text().split()]
-            except (OSError, ValueError):
-                left = []
-            for pid in left:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-            try:
-                d.rmdir()
-                break
-            except FileNotFoundError:
-                break
-            except OSError as e:  # EBUSY: killed processes not reaped yet
-                if e.errno != errno.EBUSY or time.monotonic() > deadline:
-                    raise CloudhpcError(f"cannot remove control group {d}: {e.strerror}") from None
-                time.sleep(0.02)
-    return True
+    gone = False
+    for d in h.dirs(name):
+        gone = owned.remove_group(d, timeout) or gone
+    return gone
 
 
 # ---- what a process sees of its own share ------------------------------------------------------
