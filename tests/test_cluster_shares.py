@@ -184,11 +184,12 @@ def test_a_fractional_host_is_throttled_and_its_memory_enforced(state, results):
     p = subprocess.Popen(host_argv(c.hosts[0].namespace, c.hosts[0].name, "sleep 30",
                                    c.hosts[0].cgroups))  # fmt: skip
     try:
+        want = {"kind": "cfs", "quota_us": 10000, "period_us": 20000, "cpus": 0.5,
+                "mem_bytes": 512 << 20}  # fmt: skip
         deadline = time.monotonic() + 30
-        while cgroup.own_share(p.pid) is None and time.monotonic() < deadline:
-            time.sleep(0.02)  # until its shell has joined the groups
-        assert cgroup.own_share(p.pid) == {"kind": "cfs", "quota_us": 10000, "period_us": 20000,
-                                           "cpus": 0.5, "mem_bytes": 512 << 20}  # fmt: skip
+        while cgroup.own_share(p.pid) != want and time.monotonic() < deadline:
+            time.sleep(0.02)  # until its shell has joined every group (one after the other)
+        assert cgroup.own_share(p.pid) == want
     finally:
         p.kill()
         p.wait()
