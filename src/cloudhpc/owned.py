@@ -428,6 +428,27 @@ def find_group(path: str | os.PathLike) -> Made | None:
     return None
 
 
+def end_group(path: str | os.PathLike, rounds: int = 50) -> int:
+    """SIGKILL the processes in control group `path`, if cloudhpc made it (the group stays);
+    again until none is left. Returns how many were signalled."""
+    made = find_group(path)
+    if made is None:
+        return 0
+    seen: set[int] = set()
+    for _ in range(rounds):
+        try:
+            with open(os.path.join(made.path, "cgroup.procs")) as fh:
+                left = _alive({int(p) for p in fh.read().split()} - {os.getpid()})
+        except (OSError, ValueError):
+            left = set()
+        if not left:
+            break
+        kill(left)
+        seen |= left
+        time.sleep(0.005)
+    return len(seen)
+
+
 def remove_group(path: str | os.PathLike, timeout: float = 10.0) -> bool:
     """Kill the processes left in control group `path` and remove it, if cloudhpc made it;
     False, touching nothing, if it did not (or the group is gone)."""

@@ -114,6 +114,16 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     ln = add_subparser(sub, "link", "change the link rates of a running cluster")
     ln.add_argument("name", metavar="NAME")
     ln.add_argument("rates", metavar="RATE[,RATE...]", help="one rate for all hosts or one each")
+    f = add_subparser(
+        sub,
+        "fail",
+        "fail a host as a machine fails: its processes killed, its link down (its Slurm node "
+        "goes down; --requeue jobs are requeued on the nodes left)",
+    )
+    h = add_subparser(sub, "heal", "bring a failed host back: its link up, its slurmd again")
+    for q in (f, h):
+        q.add_argument("name", metavar="NAME")
+        q.add_argument("host", metavar="HOST", help="the host's name (cluster status lists them)")
     p.set_defaults(handler=handle)
 
 
@@ -160,6 +170,17 @@ def handle(args: argparse.Namespace) -> int:
             err.print(
                 f"cluster {name} removed ({len(removed)} namespaces and links)", highlight=False
             )
+        return 0
+    if args.action in ("fail", "heal"):
+        from ..cluster import failure
+
+        h = getattr(failure, args.action)(args.name, args.host)
+        what = (
+            "failed: its processes killed, its link down"
+            if args.action == "fail"
+            else ("healed: its link up (and its slurmd started, with a Slurm over the cluster)")
+        )
+        err.print(f"host {h.name} of cluster {args.name} {what}", highlight=False)
         return 0
     if args.action == "link":
         c = cluster.set_links(args.name, _rates(args.rates))

@@ -24,17 +24,25 @@ import sys
 
 
 def host_argv(
-    namespace: str, hostname: str, command: str, cgroups: list[str] | tuple[str, ...] = ()
+    namespace: str,
+    hostname: str,
+    command: str,
+    cgroups: list[str] | tuple[str, ...] = (),
+    keep_sys: bool = False,
 ) -> list[str]:
     """argv that runs the shell command `command` as host `hostname` (namespace `namespace`),
     inside the host's control groups (the `cgroup.procs` files `cgroups`): a shell writes its
     own PID into each, then becomes `ip netns exec` (which hides /sys/fs/cgroup behind the
-    namespace's own /sys), so everything the command starts is in them."""
+    namespace's own /sys), so everything the command starts is in them. keep_sys: enter the
+    network namespace alone (nsenter --net), keeping the machine's /sys (slurmd needs
+    /sys/fs/cgroup)."""
+    enter = (
+        ["nsenter", f"--net=/run/netns/{namespace}", "--"]
+        if keep_sys
+        else ["ip", "netns", "exec", namespace]
+    )
     argv = [
-        "ip",
-        "netns",
-        "exec",
-        namespace,
+        *enter,
         "unshare",
         "--uts",
         "bash",

@@ -184,7 +184,8 @@ def up(
 def _create(cluster: Cluster) -> Cluster:
     with signals.held():
         made = owned.make_dir("cluster", path=cluster.state_dir, owner=None, whole=False)
-        owned.add_part(made, "cluster.json", f"{cluster.name}.hosts", "hook", "scratch", "volumes")
+        parts = ("cluster.json", f"{cluster.name}.hosts", "hook", "scratch", "volumes", "slurm")
+        owned.add_part(made, *parts)
         state.save(cluster)  # the name is taken, and down knows where to look
     with signals.held():
         number = net.claim_bridge(cluster.name)
@@ -276,7 +277,13 @@ def _teardown(cluster: Cluster | None, name: str | None = None) -> list[str]:
         if cluster.bridge:
             links.append(cluster.bridge)
         links = list(dict.fromkeys(links))
-    removed = net.remove(ns, links)
+    removed = []
+    if cluster is not None:
+        from ..slurm import cluster as slurm_cluster
+
+        if slurm_cluster.stop(cluster):  # its Slurm first, while its head still answers
+            removed.append("slurm")
+    removed += net.remove(ns, links)
     if cluster is not None:
         groups = sorted({*groups, *(h.name for h in cluster.hosts if h.cgroups)})
     for g in groups:  # after the namespaces: their processes are gone, or killed here

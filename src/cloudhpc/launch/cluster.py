@@ -38,7 +38,7 @@ def wait_mode(cluster: Cluster, job: Job) -> tuple[str, dict[str, str]]:
     mpi = get_implementation(job.mpi)
     mode = cluster.mpi_wait
     if mode == "auto":
-        used = {h.name for h in job.hosts}
+        used = {h.name for h in job.hosts} or {h.name for h in cluster.hosts}
         shared = any(h.limits.kind == "cfs" for h in cluster.hosts if h.name in used)
         mode = mpi.shared_cpu_wait if shared else "spin"
     return mode, mpi.wait_variables(mode)

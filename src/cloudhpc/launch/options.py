@@ -25,7 +25,7 @@ from ..mpi import get_implementation
 from ..params import Param, ParamError, Params
 from .base import LAUNCHERS, choose_launcher
 from .layout import parse_layout
-from .names import CLUSTER
+from .names import CLUSTER, SLURM, SLURM_MPIEXEC
 
 DEFAULT_RESULTS = "cloudhpc-results"
 
@@ -219,6 +219,8 @@ def make_job(
             f"{hosts_path} lists hosts of cluster {cluster['name']}, which start with the "
             f"cluster launcher, not {launcher}"
         )
+    if cluster is None and launcher in (SLURM, SLURM_MPIEXEC):
+        cluster = cluster_of_this_node()  # a job of an emulated cluster's Slurm
     if opts.layout is None and not opts.placement and one_rank_per_host(app, hosts, nprocs):
         hosts = tuple(replace(h, slots=1) for h in hosts[:nprocs])
     instance = _instance(opts, layout, hosts)
@@ -297,6 +299,23 @@ def _placement(opts: LaunchOptions, layout: Layout | None) -> tuple[int, tuple[H
         if strangers:
             raise CloudhpcError(f"--placement {path} uses {strangers[0]}, not in {opts.hosts}")
     return total, plan
+
+
+def cluster_of_this_node() -> dict | None:
+    """The description of the emulated cluster this process runs on as one of its hosts (a
+    job of the cluster's Slurm: its tasks run as the host, under its UTS name), else None."""
+    import socket
+
+    from ..cluster import cluster_of_hosts
+
+    name = socket.gethostname()
+    if not name.startswith("chpc-"):
+        return None
+    try:
+        found = cluster_of_hosts([Host(name)])
+    except CloudhpcError:
+        return None
+    return found.to_dict() if found is not None else None
 
 
 def cluster_of_hosts_file(path: str, hosts) -> dict | None:

@@ -28,6 +28,7 @@ import re
 import socket
 import subprocess
 
+from ..cluster.model import IFACE
 from ..errors import CloudhpcError
 from ..job import Job
 from ..mpi import Where
@@ -45,6 +46,8 @@ SRUN_NOISE = (
     "srun: error: Timed out waiting for job step",
     "slurmstepd: error: *** STEP",
     "slurmstepd-",
+    # an emulated cluster's Slurm binds no task to cores (its hosts' control groups do)
+    "srun: cluster configuration lacks support for cpu binding",
 )
 # srun: error: NODE: task 1: Exited with exit code 3 / tasks 0-1: Killed
 _TASK_END = re.compile(
@@ -167,7 +170,10 @@ class SlurmLauncher(Launcher):
         return allocation_nodes() == 1 and nodes in (socket.gethostname().split(".")[0], "")
 
     def tcp_iface(self, job: Job) -> str | None:
-        return "lo" if allocation_nodes() == 1 else None  # else the library chooses
+        if allocation_nodes() == 1:
+            return "lo"
+        # the nodes of an emulated cluster's Slurm reach each other on their link alone
+        return IFACE if job.cluster else None  # else the library chooses
 
     def slots(self, job: Job) -> int | None:
         return allocation_cpus()
@@ -190,8 +196,16 @@ class SlurmLauncher(Launcher):
         return types is None or self.implementation(job).srun_mpi in types
 
     def plan(self, job: Job, rank_argv: list[str] | None = None, extra_env=None) -> LaunchPlan:
+        mode = None
+        if job.cluster:  # a job of an emulated cluster's Slurm: its hosts' wait mode
+            from .cluster import job_cluster, wait_mode
+
+            mode, wait = wait_mode(job_cluster(job), job)
+            extra_env = {**wait, **(extra_env or {})}
         plan = super().plan(job, rank_argv, extra_env)
         plan.details["slurm"] = {**allocation_facts(), "starter": self.starter(job)}
+        if mode is not None:
+            plan.details["mpi_wait"] = mode
         if job.hosts:
             plan.files[HOSTFILE_VAR] = "".join(
                 f"{h.name}\n" for h in job.hosts for _ in range(h.slots)

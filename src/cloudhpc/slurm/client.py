@@ -17,6 +17,7 @@ import subprocess
 from dataclasses import dataclass
 
 from ..errors import CloudhpcError
+from .local import client_prefix
 
 TIMEOUT_S = 30
 
@@ -92,9 +93,11 @@ class SlurmClient:
                 f"Slurm does not answer: SLURM_CONF names {conf}, which does not exist (a "
                 "`cloudhpc slurm down` since? unset SLURM_CONF)"
             )
+        # a Slurm over an emulated cluster answers on its head node only (slurm/cluster.py)
+        on = client_prefix(conf) if conf else []
         try:
             r = subprocess.run(
-                argv, env=self.env, capture_output=True, text=True, timeout=TIMEOUT_S
+                [*on, *argv], env=self.env, capture_output=True, text=True, timeout=TIMEOUT_S
             )
         except FileNotFoundError:
             raise CloudhpcError(

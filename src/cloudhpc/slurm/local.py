@@ -62,6 +62,9 @@ PARTITION = "debug"
 # After SIGTERM, a job's processes have this long to end (cloudhpc writes a record) before
 # SIGKILL; Slurm's default is 30 s.
 KILL_WAIT_S = 10
+# a slurm.conf line naming the network namespace its client commands must run in (a Slurm over
+# an emulated cluster: its controller has an address only there; slurm/cluster.py)
+HEAD_MARK = "# cloudhpc head: "
 
 
 @dataclass(frozen=True)
@@ -169,23 +172,39 @@ PartitionName={partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
 
 
-def _daemon_env(made: Made) -> dict[str, str]:
+def client_prefix(conf: str | os.PathLike) -> list[str]:
+    """What runs a client command (sbatch, squeue, ...) where the Slurm of `conf` answers:
+    nothing for a one-node Slurm, `nsenter --net` into the head of a cluster's (HEAD_MARK)."""
+    try:
+        with open(conf, errors="replace") as fh:
+            head = [fh.readline() for _ in range(4)]
+    except OSError:
+        return []
+    for line in head:
+        if line.startswith(HEAD_MARK):
+            ns = line[len(HEAD_MARK) :].strip()
+            if re.fullmatch(r"[\w.-]+", ns) and os.path.exists(f"/run/netns/{ns}"):
+                return ["nsenter", f"--net=/run/netns/{ns}", "--"]
+    return []
+
+
+def daemon_env(made: Made) -> dict[str, str]:
     env = dict(os.environ)
     env.update({"SLURM_CONF": os.path.join(made.path, "slurm.conf"), TOKEN_VAR: made.token})
     return env
 
 
-def _client_env(root: Path) -> dict[str, str]:
+def client_env(root: Path) -> dict[str, str]:
     return {**os.environ, "SLURM_CONF": str(root / "slurm.conf")}
 
 
 def _run(argv: list[str], env: dict[str, str], what: str, log: Path | None) -> None:
     r = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60)
     if r.returncode != 0:
-        raise CloudhpcError(f"{what} did not start: {_why(r.stderr, log)}")
+        raise CloudhpcError(f"{what} did not start: {why(r.stderr, log)}")
 
 
-def _why(stderr: str, log: Path | None) -> str:
+def why(stderr: str, log: Path | None) -> str:
     lines = [ln for ln in stderr.splitlines() if ln.strip()]
     if log is not None and log.exists():
         lines += [ln for ln in log.read_text(errors="replace").splitlines() if "error" in ln]
@@ -229,7 +248,14 @@ def _start(made: Made, partition: str, timeout: float) -> None:
     for sub in ("munge", "state", "spool", "run", "log"):
         add_part(made, sub)
         (root / sub).mkdir()
-    env = _daemon_env(made)
+    start_munged(made)
+    _start_slurm(made, partition, timeout)
+
+
+def start_munged(made: Made) -> None:
+    """munged with a new key, its socket, pid, log and seed file in the instance's directory."""
+    root = Path(made.path)
+    env = daemon_env(made)
     key = root / "munge" / "munge.key"
     fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o400)
     with os.fdopen(fd, "wb") as fh:
@@ -248,7 +274,12 @@ def _start(made: Made, partition: str, timeout: float) -> None:
         "munged",
         root / "log" / "munged.log",
     )
-    _record_daemon(made, "munged")
+    record_daemon(made, "munged")
+
+
+def _start_slurm(made: Made, partition: str, timeout: float) -> None:
+    root = Path(made.path)
+    env = daemon_env(made)
     hw = node_hardware()
     ports = (free_port(), free_port())
     while ports[1] == ports[0]:
@@ -258,11 +289,11 @@ def _start(made: Made, partition: str, timeout: float) -> None:
     conf = str(root / "slurm.conf")
     for daemon in ("slurmctld", "slurmd"):
         _run([daemon, "-f", conf], env, daemon, root / "log" / f"{daemon}.log")
-        _record_daemon(made, daemon)
+        record_daemon(made, daemon)
     wait_idle(LocalSlurm(root), timeout)
 
 
-def _record_daemon(made: Made, daemon: str, wait_s: float = 30) -> None:
+def record_daemon(made: Made, daemon: str, wait_s: float = 30) -> None:
     """Record the daemon just started (it forked away from its starter) by its pid file, once
     that process is shown to be one started for this instance (it carries the token). Until
     then, stop() finds it by the token alone."""
@@ -279,8 +310,8 @@ def _record_daemon(made: Made, daemon: str, wait_s: float = 30) -> None:
 
 def node_state(slurm: LocalSlurm) -> str:
     r = subprocess.run(
-        ["sinfo", "-h", "-N", "-o", "%T"],
-        env=_client_env(slurm.root),
+        [*client_prefix(slurm.conf), "sinfo", "-h", "-N", "-o", "%T"],
+        env=client_env(slurm.root),
         capture_output=True,
         text=True,
         timeout=30,
@@ -310,13 +341,18 @@ def _pid(root: Path, daemon: str) -> int | None:
 
 
 def _cancel_jobs(root: Path, wait_s: float = 15) -> None:
-    env = _client_env(root)
+    env = client_env(root)
+    on = client_prefix(root / "slurm.conf")
     try:
-        subprocess.run(["scancel", "--user", "root"], env=env, capture_output=True, timeout=15)
+        subprocess.run([*on, "scancel", "--user", "root"], env=env, capture_output=True, timeout=15)
         deadline = time.monotonic() + wait_s
         while time.monotonic() < deadline:
             r = subprocess.run(
-                ["squeue", "-h", "-o", "%i %T"], env=env, capture_output=True, text=True, timeout=15
+                [*on, "squeue", "-h", "-o", "%i %T"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=15,
             )
             if r.returncode != 0 or not r.stdout.strip():
                 return
@@ -335,7 +371,8 @@ def stop(root: str | os.PathLike | Made) -> bool:
     where = Path(made.path)
     if (where / "slurm.conf").exists() and "slurmctld" in live_processes(made):
         _cancel_jobs(where)
-    for daemon in ("slurmd", "slurmctld", "munged"):
+    nodes = sorted(d for d in made.processes if d.startswith("slurmd"))  # one per node
+    for daemon in (*nodes, "slurmctld", "munged"):
         if signal_process(made, daemon, signal.SIGTERM):
             deadline = time.monotonic() + 10
             while daemon in live_processes(made) and time.monotonic() < deadline:

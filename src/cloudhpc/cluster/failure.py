@@ -1,0 +1,72 @@
+"""A host that fails as a machine would, and comes back: `cloudhpc cluster fail|heal NAME HOST`.
+
+fail: every process of the host is killed (those in its control groups, which only cloudhpc's
+launcher hook, data services and slurmd join, and those in its network namespace, which
+cloudhpc made; its slurmd, recorded by the cluster's Slurm, with them) and its link is taken
+down on the bridge's side, so the other hosts and the head cannot reach it. A Slurm over the
+cluster (slurm/cluster.py) hears nothing more from the node and marks it down after its
+SlurmdTimeout; jobs that asked for it (`sbatch --requeue`) are requeued onto the nodes left.
+
+heal: the link comes up again and, with a Slurm over the cluster, the host's slurmd starts
+again (the node returns to service when it registers). Its scratch directory was kept, as a
+rebooted machine's disk is.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .. import owned, signals
+from ..errors import CloudhpcError
+from . import cgroup, net, state
+from .manage import _require_up
+from .model import Cluster, ClusterHost
+
+
+def _host(cluster: Cluster, name: str) -> ClusterHost:
+    if name not in {h.name for h in cluster.hosts}:
+        raise CloudhpcError(
+            f"cluster {cluster.name} has no host {name} (its hosts: "
+            f"{', '.join(h.name for h in cluster.hosts)})"
+        )
+    return cluster.host(name)
+
+
+def link_up(host: ClusterHost) -> bool:
+    out = net.ip("-o", "link", "show", "dev", host.veth, check=False)
+    return "state DOWN" not in out and ",UP" in out
+
+
+def fail(name: str, host: str, root: Path | None = None) -> ClusterHost:
+    """Fail host `host` of cluster `name`: its processes killed, its link down."""
+    net.require_root()
+    with state.locked(root) as root:
+        cluster = _require_up(name, root)
+        h = _host(cluster, host)
+        if not link_up(h):
+            raise CloudhpcError(f"host {host} has failed already (cloudhpc cluster heal)")
+        with signals.held():
+            net.ip("link", "set", "dev", h.veth, "down")
+            from ..slurm import cluster as slurm_cluster
+
+            slurm_cluster.kill_node(cluster, h)
+            for d in cgroup.Hierarchy.detect().dirs(h.name):
+                owned.end_group(d)
+            net.kill_namespace_processes(h.namespace)
+        return h
+
+
+def heal(name: str, host: str, root: Path | None = None) -> ClusterHost:
+    """Bring failed host `host` back: its link up, its slurmd started again."""
+    net.require_root()
+    with state.locked(root) as root:
+        cluster = _require_up(name, root)
+        h = _host(cluster, host)
+        if link_up(h):
+            raise CloudhpcError(f"host {host} has not failed (cloudhpc cluster fail)")
+        with signals.held():
+            net.ip("link", "set", "dev", h.veth, "up")
+            from ..slurm import cluster as slurm_cluster
+
+            slurm_cluster.restart_node(cluster, h)
+        return h
