@@ -42,7 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..atomic import write_text
-from ..cluster import Cluster, ClusterHost, host_argv
+from ..cluster.hook import host_argv
+from ..cluster.model import Cluster, ClusterHost
 from ..errors import CloudhpcError
 from ..owned import Made, add_part, find, live_processes, make_dir
 from ..procs import descendants, kill, parent_pids
