@@ -65,13 +65,14 @@ def setup(tmp_path_factory):
         conf = r.stdout.strip().removeprefix("export SLURM_CONF=")
         os.environ["CLOUDHPC_CLUSTERS"] = env["CLOUDHPC_CLUSTERS"]
         c = cluster.load(NAME)
-        made = slurm_cluster.find_instance(c)
         yield c, {**env, "SLURM_CONF": conf}, work
     finally:
+        made = slurm_cluster.find_instance(cluster.load(NAME))  # the Slurm there now
         r = cli(env, "cluster", "down", NAME, cwd=work)
         os.environ.pop("CLOUDHPC_CLUSTERS", None)
     assert r.returncode == 0, r.stderr
-    assert not tagged(f"{TOKEN_VAR}={made.token}")  # no daemon, step or task left
+    assert made is not None and not tagged(f"{TOKEN_VAR}={made.token}")  # nothing of it left
+    assert not Path(made.path).exists()
     assert not list(Path("/run/netns").glob(f"chpc-{NAME}-*"))
     assert not {g for g in cgroup.names() if g.startswith(f"chpc-{NAME}-")}
     assert not (work / "clusters" / NAME).exists()
@@ -212,3 +213,20 @@ def test_bad_input_is_one_line(setup):
     assert_one_line_error(r, "has not failed")
     r = on_head(c, env, "srun", "-N", "3", "hostname")  # more nodes than there are
     assert r.returncode == 1 and "Node count specification invalid" in r.stderr, r.stderr
+
+
+def test_slurm_down_leaves_nothing_and_up_again(setup):
+    c, env, work = setup
+    made = slurm_cluster.find_instance(c)
+    r = cli(env, "slurm", "down", "--cluster", NAME, cwd=work)
+    assert r.returncode == 0, r.stderr
+    assert not tagged(f"{TOKEN_VAR}={made.token}") and not Path(made.path).exists()
+    assert not slurm_cluster.pointer(c).exists()
+    h = Hierarchy.detect()
+    for host in c.hosts:  # the hosts stay, with nothing running in them
+        for d in h.dirs(host.name):
+            assert (d / "cgroup.procs").read_text().split() == []
+    r = cli(env, "slurm", "status", "--cluster", NAME, cwd=work)
+    assert_one_line_error(r, f"cluster {NAME} has no Slurm")
+    r = cli(env, "slurm", "up", "--cluster", NAME, cwd=work)  # for the module's teardown
+    assert r.returncode == 0, r.stderr

@@ -12,8 +12,9 @@ cluster of the emulated hosts (cluster/):
   the head's address), as on a login node;
 - one slurmd per host, inside the host's network namespace, UTS name and control groups (its CPU
   share and memory, cluster/cgroup.py): NodeName = the host's name, NodeAddr = its address,
-  CPUs = its slots (`SlurmdParameters=config_overrides`: the node is what the cluster says,
-  not what `slurmd -C` sees of the machine); its spool, log and pid files named after it (%n);
+  CPUs = its slots, RealMemory = its --mem (`SlurmdParameters=config_overrides`: the node is
+  what the cluster says, not what `slurmd -C` sees of the machine); its spool, log and pid files
+  named after it (%n);
 - one partition over all hosts. Job steps and tasks are slurmd's children: they run on the host,
   in its namespace and share, and talk to the other hosts over the capped links.
 
@@ -89,7 +90,9 @@ class ClusterSlurm(local.LocalSlurm):
 def slurm_conf(root: Path, cluster: Cluster, partition: str = PARTITION) -> str:
     first_job_id = 1_000_000 + secrets.randbelow(50_000_000)
     nodes = "\n".join(
-        f"NodeName={h.name} NodeAddr={h.address} CPUs={h.slots} State=UNKNOWN"
+        f"NodeName={h.name} NodeAddr={h.address} CPUs={h.slots}"
+        + (f" RealMemory={h.mem_bytes >> 20}" if h.mem_bytes else "")  # its --mem, in MiB
+        + " State=UNKNOWN"
         for h in cluster.hosts
     )
     return f"""\
