@@ -21,6 +21,7 @@ process for rooted and all-to-all operations, the whole vector for reductions).
 from __future__ import annotations
 
 import os
+import socket
 import time
 
 import numpy as np
@@ -186,7 +187,9 @@ def main(ctx: RunContext) -> dict:
     if ctx.params.get("probe", True):
         with ctx.phase("compute"):
             ctx.comm.Barrier()
-            period = cpu_period(ctx.job.cluster, os.environ.get("CLOUDHPC_HOST"))
+            # the host: named by the cluster's hook, or the UTS name under the cluster's Slurm
+            host = os.environ.get("CLOUDHPC_HOST") or socket.gethostname()
+            period = cpu_period(ctx.job.cluster, host)
             probe = ctx.comm.gather(compute_probe(span_s=5 * period), root=0)
     ctx.progress(total, total, "done")
     if ctx.rank != 0:
