@@ -114,10 +114,30 @@ def test_npb_cg_submitted_runs_on_both_nodes(setup):
     rec = json.loads((work / "cloudhpc-results" / f"{rid}.json").read_text())
     assert rec["status"] == "ok" and rec["verified"] is True
     assert sorted(set(rec["nodes"])) == [h.name for h in c.hosts]
+    assert sorted(rec["launch"]["rank_nodes"]) == sorted(h.name for h in c.hosts for _ in "ab")
     assert rec["cluster"]["name"] == NAME  # the cluster's description, each host's size
     assert [h["cpuset"] for h in rec["cluster"]["hosts"]] == [str(x) for x in
                                                              cgroup.machine_cpus()[:2]]  # fmt: skip
     assert rec["launch"]["env"].get("FI_TCP_IFACE") == "chpc0"
+
+
+def test_a_placement_plan_across_the_nodes(setup):
+    """--placement inside the cluster's Slurm: srun puts rank r on the plan's r-th host."""
+    c, env, work = setup
+    h0, h1 = (h.name for h in c.hosts)
+    plan = work / "plan.hosts"
+    plan.write_text(f"{h1}:1\n{h0}:2\n{h1}:1\n")
+    r = cli(env, "npb", "cg", "--class", "S", "-n", "4", "--placement", str(plan), "--submit",
+            "--results", str(work / "placed"), cwd=work)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    r = cli(env, "jobs", "--results", str(work / "placed"), "--wait", "--wait-timeout", "200",
+            "--json", cwd=work, timeout=260)  # fmt: skip
+    (row,) = json.loads(r.stdout)
+    assert row["state"] == "COMPLETED", row
+    (rid,) = row["records"]
+    rec = json.loads((work / "placed" / f"{rid}.json").read_text())
+    assert rec["verified"] is True and rec["launch"]["rank_nodes"] == [h1, h0, h0, h1]
+    assert rec["launcher"] == "slurm" and rec["cluster"]["name"] == NAME
 
 
 CAMPAIGN = """\
@@ -224,7 +244,7 @@ def test_slurm_down_leaves_nothing_and_up_again(setup):
     assert not slurm_cluster.pointer(c).exists()
     h = Hierarchy.detect()
     for host in c.hosts:  # the hosts stay, with nothing running in them
-        for d in h.dirs(host.name):
+        for d in h.dirs(host.name, host.limits.controllers):
             assert (d / "cgroup.procs").read_text().split() == []
     r = cli(env, "slurm", "status", "--cluster", NAME, cwd=work)
     assert_one_line_error(r, f"cluster {NAME} has no Slurm")

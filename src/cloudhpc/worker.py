@@ -249,6 +249,7 @@ def run(job: Job, t_import: float | None = None, ready: float | None = None) -> 
                 "mpi4py": __import__("mpi4py").__version__,
             },
             "nodes": sorted(set(nodes)),
+            "rank_nodes": nodes,  # rank r ran on rank_nodes[r]
             "nprocs": comm.Get_size(),
             "engine_info": engine_info,
             "checked_against": ctx.checked_against,

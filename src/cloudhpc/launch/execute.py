@@ -200,6 +200,8 @@ def _record(
     startup = startup_parts(outcome.clock, res.get("clock"))
     if startup:
         record["launch"]["startup"] = startup
+    if len(set(res.get("rank_nodes") or ())) > 1:  # across hosts: which ran rank r
+        record["launch"]["rank_nodes"] = res["rank_nodes"]
     if plan.warnings:  # said with the run's result (times it qualifies), not before an error
         record["launch"]["warnings"] = list(plan.warnings)
     if checkpoint is not None:  # checkpoints written, restarts, work lost (docs/checkpoint.md)

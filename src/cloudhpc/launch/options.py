@@ -13,6 +13,7 @@ cluster launcher), the timeout.
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -209,12 +210,18 @@ def make_job(
         )
     if opts.launcher is not None and not opts.launcher.strip():
         raise CloudhpcError(f"--launcher needs a launcher's name: {', '.join(LAUNCHERS.names())}")
+    # a --placement plan of a cluster's hosts inside an allocation of the cluster's Slurm: the
+    # allocation's nodes, started by srun (SLURM_HOSTFILE), not by the cluster's mpiexec
+    in_allocation = bool(opts.placement and not opts.hosts and os.environ.get("SLURM_JOB_ID"))
     launcher = opts.launcher or (
-        CLUSTER if cluster else choose_launcher(bool(hosts), engine, bool(opts.hosts))
+        CLUSTER
+        if cluster and not in_allocation
+        else choose_launcher(bool(hosts), engine, bool(opts.hosts))
     )
     if not LAUNCHERS.known(launcher):
         raise CloudhpcError(f"unknown launcher {launcher!r}; known: {', '.join(LAUNCHERS.names())}")
-    if cluster is not None and launcher != CLUSTER:
+    allowed = (CLUSTER, SLURM, SLURM_MPIEXEC) if in_allocation else (CLUSTER,)
+    if cluster is not None and launcher not in allowed:
         raise CloudhpcError(
             f"{hosts_path} lists hosts of cluster {cluster['name']}, which start with the "
             f"cluster launcher, not {launcher}"
