@@ -182,6 +182,8 @@ def _record(
     checkpoint: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     res = outcome.result or {}
+    if len(set(res.get("rank_nodes") or ())) > 1:  # across hosts: which host ran rank r
+        launch = {**launch, "rank_nodes": res["rank_nodes"]}
     record = make_record(
         job,
         res.get("body", {}),
@@ -200,8 +202,6 @@ def _record(
     startup = startup_parts(outcome.clock, res.get("clock"))
     if startup:
         record["launch"]["startup"] = startup
-    if len(set(res.get("rank_nodes") or ())) > 1:  # across hosts: which ran rank r
-        record["launch"]["rank_nodes"] = res["rank_nodes"]
     if plan.warnings:  # said with the run's result (times it qualifies), not before an error
         record["launch"]["warnings"] = list(plan.warnings)
     if checkpoint is not None:  # checkpoints written, restarts, work lost (docs/checkpoint.md)
