@@ -169,40 +169,38 @@ def test_a_campaign_submitted_to_the_clusters_slurm(setup):
     assert sorted(set(four["nodes"])) == [h.name for h in c.hosts]
 
 
-JOB = """#!/bin/sh
-echo "start $(hostname)" >> {log}
-sleep 8
-echo "done $(hostname)" >> {log}
-"""
-
-
 def test_a_requeue_job_survives_the_failure_of_its_node(setup):
+    """k-means with checkpoints, submitted with --requeue; its node fails after the first
+    checkpoint: Slurm requeues it on the other node, where it resumes from its checkpoint."""
     c, env, work = setup
-    log = work / "requeue.log"
-    script = work / "requeue.sh"
-    script.write_text(JOB.format(log=log))
-    r = on_head(c, env, "sbatch", "--parsable", "--requeue", "-N", "1", "-n", "1",
-                "-o", str(work / "requeue.out"), str(script))  # fmt: skip
+    res = work / "requeue"
+    r = cli(env, "run", "kmeans", "--generate", "--n", "1000000", "--k", "8", "--iterations",
+            "300", "--checkpoint-every", "5", "-n", "2", "--submit", "--requeue", "--results",
+            str(res), cwd=work)  # fmt: skip
     assert r.returncode == 0, r.stderr
     job = r.stdout.strip()
-    deadline = time.monotonic() + 60
-    while not (log.exists() and log.read_text()) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    first = log.read_text().split()[1]
-    assert first in {h.name for h in c.hosts}
+    deadline = time.monotonic() + 120
+    while not list(res.glob("checkpoints/*/*/MANIFEST.json")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(res.glob("checkpoints/*/*/MANIFEST.json")), "no checkpoint was written"
+    r = on_head(c, env, "squeue", "-h", "-j", job, "-o", "%N")
+    first = r.stdout.strip()
+    assert first in {h.name for h in c.hosts}, (r.stdout, r.stderr)
     r = cli(env, "cluster", "fail", NAME, first, cwd=work)
     assert r.returncode == 0, r.stderr
     other = next(h.name for h in c.hosts if h.name != first)
     try:
         again = cli(env, "cluster", "fail", NAME, first, cwd=work)
         assert_one_line_error(again, "has failed already")
-        deadline = time.monotonic() + 180
-        while f"done {other}" not in log.read_text() and time.monotonic() < deadline:
-            time.sleep(1)
-        assert log.read_text().split("\n")[:3] == [f"start {first}", f"start {other}",
-                                                   f"done {other}"]  # fmt: skip
-        r = on_head(c, env, "scontrol", "show", "job", job)
-        assert "Restarts=1" in r.stdout, r.stdout
+        r = cli(env, "jobs", "--results", str(res), "--wait", "--wait-timeout", "240", "--json",
+                cwd=work, timeout=300)  # fmt: skip
+        (row,) = json.loads(r.stdout)
+        assert row["state"] == "COMPLETED", row
+        (rid,) = row["records"]
+        rec = json.loads((res / f"{rid}.json").read_text())
+        assert rec["status"] == "ok" and rec["nodes"] == [other]
+        ck = rec["checkpoint"]
+        assert ck["requeued"] == 1 and ck["resumed"]["step"] >= 5, ck
         r = on_head(c, env, "sinfo", "-h", "-n", first, "-o", "%T")
         assert r.stdout.strip().startswith("down"), r.stdout
     finally:
