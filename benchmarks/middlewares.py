@@ -265,7 +265,9 @@ def main() -> None:
     coll_lengths = lengths.with_name(lengths.name + "-coll")
     try:
         pp_args = imb_args(["PingPong"], sizes, lengths)
+        # the root moving every call, as `bench coll` (IMB's default -root_shift 0 keeps it at 0)
         coll_args = imb_args([IMB_NAMES[c] for c in COLLECTIVES], COLL_SIZES, coll_lengths)
+        coll_args += ["-root_shift", "1", "-sync", "1"]
         samples = _measure(args, impls, envs, sizes, rounds, binaries, pp_args, coll_args, cls)
     finally:
         lengths.unlink(missing_ok=True)

@@ -1,10 +1,11 @@
 """Real 2-rank runs of every micro-benchmark, with checks on the numbers."""
 
+import json
 import time
 
 import numpy as np
 import pytest
-from helpers import run_json
+from helpers import run_cli, run_json
 
 from cloudhpc.bench.coll import OPS
 from cloudhpc.bench.sizes import default_sizes, parse_sizes, repetitions
@@ -48,7 +49,14 @@ def _p2p(kind, results):
     rows = rec["rows"]
     assert [r["bytes"] for r in rows] == [0, 8, 1024, 65536, 1048576]
     windows = {"messages"} if kind in ("bw", "bibw") else set()
-    assert set(rows[0]) == {"bytes", "repetitions", "t_usec", "mbytes_per_sec"} | windows
+    assert (
+        set(rows[0])
+        == {"bytes", "repetitions", "t_usec", "mbytes_per_sec", "t_mpi4py_usec"} | windows
+    )
+    # timed in C (loops.c, the MPI's own time) and again through mpi4py (what Python pays)
+    assert rec["metrics"]["timing_loop"] == "c" and rec["mpi"]["thread_level"] == "single"
+    assert rec["metrics"]["mpi4py_call_usec"] >= 0
+    assert all(r["t_mpi4py_usec"] > 0 for r in rows)
     if windows:  # a repetition of bw and bibw is a window of 64 messages
         assert all(r["messages"] == 64 * r["repetitions"] for r in rows)
     assert rows[0]["repetitions"] >= rows[-1]["repetitions"]
@@ -102,9 +110,12 @@ def test_collectives(op, results):
     )
     assert [r["bytes"] for r in rows] == expected
     for r in rows:
-        assert set(r) == {"bytes", "repetitions", "t_min_usec", "t_avg_usec", "t_max_usec"}
-        assert r["repetitions"] == 20
+        assert set(r) == {
+            "bytes", "repetitions", "t_min_usec", "t_avg_usec", "t_max_usec", "t_avg_mpi4py_usec"
+        }  # fmt: skip
+        assert r["repetitions"] == 20 and r["t_avg_mpi4py_usec"] > 0
         assert 0 < r["t_min_usec"] <= r["t_avg_usec"] <= r["t_max_usec"]
+    assert rec["metrics"]["timing_loop"] == "c"
     if op != "barrier":
         # the fastest of 20 repetitions: an average can swap on a loaded machine
         assert rows[-1]["t_min_usec"] > rows[0]["t_min_usec"]
@@ -148,3 +159,19 @@ def test_vm_net_is_recorded_with_its_variables(results):
     assert rec["env"]["variables"]["FI_PROVIDER"] == "tcp"
     assert rec["launch"]["env"]["MPIR_CVAR_NOLOCAL"] == "1"
     assert any(a == "-genv" for a in rec["launch"]["argv"])
+
+
+def test_without_the_c_loops_times_in_python_and_says_why(results, tmp_path):
+    # a cache that cannot be created: the C loops cannot be built, the benchmark still runs
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    r = run_cli(
+        "bench", "pingpong", "-n", "2", "--sizes", "8", "--results", str(results), "--json",
+        env={"CLOUDHPC_CACHE_DIR": str(blocker / "cache")},
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    rec = json.loads(r.stdout)
+    assert rec["metrics"]["timing_loop"] == "python" and "mpi4py_call_usec" not in rec["metrics"]
+    row = rec["rows"][0]
+    assert row["t_usec"] == row["t_mpi4py_usec"] > 0
+    assert "timing with Python loops through mpi4py: cannot create the build cache" in r.stderr

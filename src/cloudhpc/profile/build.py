@@ -21,8 +21,8 @@ import tempfile
 from importlib import resources
 from pathlib import Path
 
-from ..errors import CloudhpcError
 from ..mpi import MpiImplementation, get_implementation
+from ..mpi.cbuild import build_library, cached_library
 from ..paths import cache_root
 from . import wrappers
 
@@ -49,41 +49,11 @@ def library_path(mpi: MpiImplementation | None = None, rebuild: bool = False, sa
     compiling it if this source has no build for that implementation yet (`say` tells the user
     why the command waits)."""
     mpi = mpi or get_implementation()
-    mpicc = mpi.tool("mpicc")
     sources = _sources()
-    identity = f"{mpi.name}\n{mpicc}\n{mpi.compiler_identity()}"
-    digest = hashlib.sha256(identity.encode())
-    for name, text in sorted(sources.items()):
-        digest.update(name.encode() + b"\0" + text)
-    key = digest.hexdigest()[:16]
-    target = cache_root() / "pmpi" / key / LIBRARY_NAME
-    if target.exists() and not rebuild:
-        return target
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        msg = f"cannot create the build cache {target.parent}: {e.strerror}"
-        raise CloudhpcError(msg) from None
-    say(
-        f"building the profiling library with {mpi.title}'s mpicc (once per MPI version and "
-        "cloudhpc source; about 10 s)..."
+    target = cached_library(mpi, sources, LIBRARY_NAME, "pmpi")
+    return build_library(
+        mpi, sources, SOURCE_NAME, target, "the profiling library", say, ["-ldl"], force=rebuild
     )
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=".build-") as tmp:
-        for name, text in sources.items():
-            (Path(tmp) / name).write_bytes(text)
-        c_file = Path(tmp) / SOURCE_NAME
-        out = Path(tmp) / LIBRARY_NAME
-        cmd = [mpicc, "-shared", "-fPIC", "-O2", "-o", str(out), str(c_file), "-ldl"]
-        env = {**os.environ, **mpi.compiler_variables()}
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
-        except OSError as e:
-            raise CloudhpcError(f"cannot run the MPI compiler {mpicc}: {e.strerror}") from None
-        if r.returncode != 0:
-            first = (r.stderr.strip().splitlines() or ["no output"])[0]
-            raise CloudhpcError(f"building the profiling library failed ({mpicc}): {first}")
-        os.replace(out, target)
-    return target
 
 
 PYSITE_SOURCE = "pysite.c"
