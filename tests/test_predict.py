@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import assert_one_line_error, run_cli, run_json
 
-from cloudhpc.analysis.curves import Curve, Curves, Point
+from cloudhpc.analysis.curves import BURST_SIZES, Curve, Curves, Point, bucket_of
 from cloudhpc.analysis.predict import (
     call_sizes,
     grid_points,
@@ -117,7 +117,8 @@ def test_grid_points_bracket_every_size():
     prof = Profile(2, [rank(0, 1.0, {"MPI_Alltoallv": stats(1, 0.1, 2 * 1500, 2 * 1500,
                                                                  {2048: 1}),
                                       "MPI_Comm_rank": stats(1, 0.0)})])  # fmt: skip
-    assert needed_points(prof) == {"alltoallv": [1024, 2048]}
+    # and the burst curve, for a token bucket on the link (P >= 2)
+    assert needed_points(prof) == {"alltoallv": [1024, 2048], "burst": BURST_SIZES}
 
 
 # ---- the model -------------------------------------------------------------------------------
@@ -211,7 +212,55 @@ def test_sendrecv_on_the_exchange_curve():
     assert pred.predicted_total_s == pytest.approx(
         1.0 + 10 * (t(TGT, "sendrecv", 8) - t(SRC, "sendrecv", 8))
     )
-    assert needed_points(Profile(2, [rank(0, 1.0, calls)])) == {"sendrecv": [8]}
+    need = needed_points(Profile(2, [rank(0, 1.0, calls)]))
+    assert need == {"sendrecv": [8], "burst": BURST_SIZES}
+
+
+# ---- a token bucket on the link ---------------------------------------------------------------
+def burst_curve(burst: float, rate: float, line: float, base: float = 50e-6) -> Curve:
+    """Round trips after an idle link through a bucket of `burst` bytes refilled at `rate`,
+    passing `line` bytes/s while it has tokens."""
+
+    def rt(m: float) -> float:
+        return base + (m / line if m <= burst else burst / line + (m - burst) / rate)
+
+    return Curve("burst", [Point(m, rt(m), 0.0, 3) for m in BURST_SIZES])
+
+
+def test_the_bucket_is_read_off_the_burst_curve():
+    # tc's tbf at 1 Gbit/s: 125 KB of tokens, 125 MB/s sustained, 1.25 GB/s at line speed
+    b = bucket_of(burst_curve(125_000, 125e6, 1.25e9))
+    assert b.burst_bytes == pytest.approx(125_000) and b.rate_Bps == pytest.approx(125e6)
+    assert b.line_Bps == pytest.approx(1.25e9)
+    # no faster start than the sustained rate: no bucket
+    assert bucket_of(linear("burst", 50e-6, 1 / 125e6, BURST_SIZES)) is None
+    assert bucket_of(None) is None and Curves({}).bucket is None
+    # a message finds in the bucket what the gap before it refilled, at most the bucket
+    per_byte = 1 / 125e6 - 1 / 1.25e9
+    assert b.saving_s(56_000, 1.0) == pytest.approx(56_000 * per_byte)  # all of it fits
+    assert b.saving_s(500_000, 1.0) == pytest.approx(125_000 * per_byte)  # the bucket's worth
+    assert b.saving_s(56_000, 200e-6) == pytest.approx(25_000 * per_byte)  # 0.2 ms of tokens
+    assert b.saving_s(56_000, 0.0) == 0.0
+
+
+def test_messages_spaced_by_computation_pass_in_the_bucket():
+    # CG-like: 400 exchanges of 56 KB, 0.25 s of computation between them; the target's link is
+    # 1 Gbit/s through a 125 KB bucket, its back-to-back curves at the sustained rate
+    target, plain = env(5e-5, 1 / 125e6), env(5e-5, 1 / 125e6)
+    target.curves["burst"] = burst_curve(125_000, 125e6, 1.25e9)
+    m, n, compute = 56_000, 400, 0.25
+    calls = {"MPI_Sendrecv": stats(n, n * t(SRC, "sendrecv", m), n * m, n * m, {32768: n})}
+    region = compute + n * t(SRC, "sendrecv", m)
+    prof = Profile(2, [rank(0, region, calls)])
+    spaced, back_to_back = predict(prof, SRC, target), predict(prof, SRC, plain)
+    # each message had 0.625 ms of computation before it: 78 KB of tokens, more than it needs
+    saving = n * (m / 125e6 - m / 1.25e9)
+    assert back_to_back.predicted_total_s - spaced.predicted_total_s == pytest.approx(saving)
+    # with no computation between them they go back to back, at the sustained rate
+    busy = Profile(2, [rank(0, n * t(SRC, "sendrecv", m), calls)])
+    assert predict(busy, SRC, target).predicted_total_s == pytest.approx(
+        predict(busy, SRC, plain).predicted_total_s
+    )
 
 
 def test_waiting_off_the_cores_overlaps_the_transfer():

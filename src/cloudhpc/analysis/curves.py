@@ -11,12 +11,17 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..errors import CloudhpcError
 from ..results.record import Record, as_record
 
 FORMAT = 1  # of the rows and extra fields `bench.curves` records hold
+BURST = "burst"  # bench/curves.py: a message that starts on an idle link
+#: the burst curve's sizes: 0 (the round trip's latency), then 4 KiB to 16 MiB by 4x
+BURST_SIZES = [0, *(4096 * 4**k for k in range(7))]
+MIN_BURST_GAIN = 1.5  # line rate over sustained rate below which a link has no bucket to speak of
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,51 @@ class Curve:
         raise AssertionError("unreachable: sizes are sorted")
 
 
+@dataclass(frozen=True)
+class Bucket:
+    """A token bucket on the link between ranks 0 and 1, as the curves saw it: `burst_bytes` (B)
+    pass at `line_Bps` (L) when the bucket is full, the rest at its refill rate `rate_Bps` (r),
+    which back-to-back messages see. tc's tbf on an emulated cluster's links holds 1 ms of
+    traffic (cluster/rates.py); cloud rate limiters give burst credits the same way."""
+
+    burst_bytes: float
+    rate_Bps: float
+    line_Bps: float
+
+    def saving_s(self, nbytes: float, gap_s: float) -> float:
+        """What a message of `nbytes` saves against the sustained rate when the link was left
+        idle `gap_s` since the last message drained the bucket: the bytes the refilled tokens
+        cover, min(m, B, r gap), go at line speed instead of the refill rate."""
+        covered = min(nbytes, self.burst_bytes, self.rate_Bps * max(gap_s, 0.0))
+        return covered * (1.0 / self.rate_Bps - 1.0 / self.line_Bps)
+
+
+def bucket_of(curve: Curve | None) -> Bucket | None:
+    """The bucket a burst curve shows (None: no curve, too few sizes, or no burst faster than
+    the sustained rate). Its points are round trips T(m) of m bytes out and one byte back
+    after an idle link: T(m) - T(0) = m / L up to B, then B / L + (m - B) / r. r is the slope
+    of the two largest sizes (both past B), L the fastest m / (T(m) - T(0)), and B what the
+    largest size's time says: m / r - (T(m) - T(0)) = B (1 / r - 1 / L) once m > B."""
+    if curve is None:
+        return None
+    pts = [p for p in curve.points if p.nbytes > 0]
+    base = next((p.t_s for p in curve.points if p.nbytes == 0), None)
+    if base is None or len(pts) < 3:
+        return None
+    last, prev = pts[-1], pts[-2]
+    if last.t_s <= prev.t_s:
+        return None
+    rate = (last.nbytes - prev.nbytes) / (last.t_s - prev.t_s)
+    line = max(p.nbytes / (p.t_s - base) for p in pts if p.t_s > base)
+    if line < MIN_BURST_GAIN * rate:
+        return None
+    per_byte = 1.0 / rate - 1.0 / line
+    burst = (last.nbytes / rate - (last.t_s - base)) / per_byte
+    if burst <= 0:
+        return None
+    return Bucket(min(burst, float(last.nbytes)), rate, line)
+
+
 def _sd_mean(p: Point) -> float:
     return p.sd_s / math.sqrt(p.reps) if p.reps > 0 else p.sd_s
 
@@ -104,6 +154,11 @@ class Curves:
         if op not in self.curves:
             raise CloudhpcError(f"no {op} curve measured for {self.label or 'this environment'}")
         return self.curves[op]
+
+    @cached_property
+    def bucket(self) -> Bucket | None:
+        """The link's token bucket, from the burst curve (None: none measured or none seen)."""
+        return bucket_of(self.curves.get(BURST))
 
     def missing(self, needed: dict[str, list[int]]) -> dict[str, list[int]]:
         """The points of `needed` these curves do not answer for."""

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import CloudhpcError
-from .curves import Curves
+from .curves import BURST, BURST_SIZES, Curves
 
 # MPI function -> (curve, how its message size maps onto the curve's bytes)
 #   hist: the call's own histogram sizes; per_P: a histogram size divided by P (an Alltoallv's
@@ -178,6 +178,8 @@ def needed_points(profile: Any) -> dict[str, list[int]]:
         plan = deferred_plan(rp, profile.nprocs)
         add(plan.curve, plan.sent)
         add(plan.curve, plan.received)
+    if need and profile.nprocs >= 2:  # the link's token bucket, if any (Curves.bucket)
+        need[BURST] = set(BURST_SIZES)
     return {op: sorted(s) for op, s in sorted(need.items())}
 
 
@@ -221,16 +223,27 @@ class Transfer:
         return Transfer(self.t_s * f, self.var * f * f, self.extrapolated)
 
 
-def transfer(curves: Curves, op: str, entries: Iterable[tuple[float, int]]) -> Transfer:
+def transfer(
+    curves: Curves, op: str, entries: Iterable[tuple[float, int]], gap_per_byte: float = 0.0
+) -> Transfer:
     """n calls of each size on the curve: n x mean; variance n x (one call's) + (n x the
-    curve mean's) squared (the mean's error repeats in every call of that size)."""
+    curve mean's) squared (the mean's error repeats in every call of that size).
+
+    On a link with a token bucket (curves.bucket) a message spaced from the last by computation
+    finds the bucket refilled: each call saves what the tokens of its gap cover (Bucket.saving_s)
+    against the back-to-back curve, the gap being `gap_per_byte` x its size (the rank's
+    computation shared among its messages by their bytes)."""
     curve = curves.curve(op)
+    bucket = curves.bucket if gap_per_byte > 0 else None
     out = Transfer()
     for size, n in entries:
         if n <= 0:
             continue
         e = curve.at(max(size, 4.0) if op in REDUCTION_CURVES else size)
-        out.add(Transfer(n * e.t_s, n * e.sd_call_s**2 + (n * e.sd_mean_s) ** 2, e.extrapolated))
+        t = e.t_s
+        if bucket is not None:
+            t = max(t - bucket.saving_s(size, gap_per_byte * size), 0.0)
+        out.add(Transfer(n * t, n * e.sd_call_s**2 + (n * e.sd_mean_s) ** 2, e.extrapolated))
     return out
 
 
@@ -398,6 +411,23 @@ def _split(entries: list[tuple[float, int]], stats: Any, direction: str):
     return [(s, n * f) for s, n in entries], [(s, n * (1 - f)) for s, n in entries]
 
 
+def compute_per_byte(rp: Any, nprocs: int, region_s: float, job_region: bool) -> float:
+    """The rank's computation (its time outside MPI in the region) per byte of the messages the
+    curves price: how long the link rests before a message, in proportion to its size (a token
+    bucket refills meanwhile: transfer). 0 when the rank moved no bytes."""
+    mpi_s = sum(st.time_s for name, st in rp.calls.items()
+                if not (job_region and name in OUTSIDE_JOB_REGION))  # fmt: skip
+    moved = 0.0
+    for name, st in rp.calls.items():
+        if curve_of(name) is None or not st.count or name in DEFERRED_P2P:
+            continue
+        moved += sum(size * n for size, n in call_sizes(name, st, nprocs))
+    plan = deferred_plan(rp, nprocs)
+    moved += max(sum(s * n for s, n in plan.sent), sum(s * n for s, n in plan.received))
+    compute = max(region_s - mpi_s, 0.0)
+    return compute / moved if moved > 0 else 0.0
+
+
 def predict_rank(
     rp: Any,
     nprocs: int,
@@ -416,6 +446,12 @@ def predict_rank(
     coll_src, coll_tgt = Transfer(), Transfer()
     waits = []
     off = off_cpu_share(rp) if overlap else 0.0
+    gap = compute_per_byte(rp, nprocs, region_s, job_region)
+    gap_src, gap_tgt = gap, k * gap
+
+    def priced(curves: Curves, op: str, entries: Any) -> Transfer:
+        return transfer(curves, op, entries, gap_src if curves is source else gap_tgt)
+
     for name, st in sorted(rp.calls.items()):
         curve = curve_of(name)
         if name in WAITS:
@@ -426,7 +462,7 @@ def predict_rank(
             calls.append(_carried(name, st, "posting (transfer in waits)", k, nprocs))
         else:
             entries = call_sizes(name, st, nprocs)
-            src, tgt = transfer(source, curve, entries), transfer(target, curve, entries)
+            src, tgt = priced(source, curve, entries), priced(target, curve, entries)
             if nonblocking_collective(name):
                 coll_src.add(src)
                 coll_tgt.add(tgt)
@@ -436,11 +472,11 @@ def predict_rank(
                                        off))  # fmt: skip
     if waits:
         plan = deferred_plan(rp, nprocs)
-        src = _larger(transfer(source, plan.curve, plan.sent),
-                      transfer(source, plan.curve, plan.received))  # fmt: skip
+        src = _larger(priced(source, plan.curve, plan.sent),
+                      priced(source, plan.curve, plan.received))  # fmt: skip
         src.add(coll_src)
-        tgt = _larger(transfer(target, plan.curve, plan.sent),
-                      transfer(target, plan.curve, plan.received))  # fmt: skip
+        tgt = _larger(priced(target, plan.curve, plan.sent),
+                      priced(target, plan.curve, plan.received))  # fmt: skip
         tgt.add(coll_tgt)
         total = sum(st.time_s for _, st in waits)
         model = f"waits: nonblocking ({plan.curve})"

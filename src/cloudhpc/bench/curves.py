@@ -12,6 +12,8 @@ linearly from the last two sizes (a capped link moves 8 MB in a third of a secon
 and IS's 8 MB blocks would otherwise cost the measurement more than the prediction saves).
 
 Operations: "pingpong" (half the round trip between ranks 0 and 1, as `bench pingpong`),
+"burst" (a message from rank 0 to rank 1 and a one-byte answer after the link was idle: what a
+token bucket on the link lets through at line speed, where the others see its sustained rate),
 "sendrecv" (IMB's Sendrecv: every rank sends to its right neighbour and receives from its left
 at once, time per call: the exchanges of halo and CG codes, both directions of a link busy) and
 the collectives of `bench coll`, whose `bytes` mean what they mean there (IMB: the block per
@@ -35,7 +37,10 @@ from .ops import OPS, REDUCTIONS
 MIN_REPS = 3
 MAX_REPS = 200
 TAG = 11
-P2P = ("pingpong", "sendrecv")
+BURST = "burst"  # a transfer that starts on an idle link: what a token bucket lets through
+P2P = ("pingpong", "sendrecv", BURST)
+IDLE_S = 0.02  # the link's idle time before each burst: refills a bucket of up to 20 ms
+BURST_REPS = 3
 
 
 def check_points(points: object) -> dict[str, list[int]]:
@@ -77,6 +82,44 @@ def _sendrecv(comm, nbytes: int):
     rank, size = comm.Get_rank(), comm.Get_size()
     right, left = (rank + 1) % size, (rank - 1) % size
     return lambda i: comm.Sendrecv(send, right, TAG, recv, left, TAG)
+
+
+def _burst(ctx: RunContext, nbytes: int, cap_s: float):
+    """One row of the burst curve: rank 0 leaves the link idle IDLE_S, sends `nbytes` to rank 1,
+    which answers with one byte; the round trip, BURST_REPS times (median and spread). A token
+    bucket on the link (tc's tbf, a cloud's rate limiter) refills while it is idle, so this is
+    the time of a message that finds the bucket full, where the back-to-back curves see its
+    sustained rate (analysis/curves.py derives the bucket from the two)."""
+    comm = ctx.comm
+    buf = np.ones(nbytes, dtype=np.uint8)
+    ack = np.zeros(1, dtype=np.uint8)
+    times = np.zeros(BURST_REPS)
+    for i in range(BURST_REPS):
+        comm.Barrier()
+        if ctx.rank == 0:
+            time.sleep(IDLE_S)
+            t0 = MPI.Wtime()
+            comm.Send(buf, 1, TAG)
+            comm.Recv(ack, 1, TAG)
+            times[i] = MPI.Wtime() - t0
+        elif ctx.rank == 1:
+            comm.Recv(buf, 0, TAG)
+            comm.Send(ack, 0, TAG)
+    slow = comm.bcast(float(np.median(times)) > cap_s, root=0)
+    row = None
+    if ctx.rank == 0:
+        us = times * 1e6
+        row = {
+            "op": BURST,
+            "bytes": nbytes,
+            "repetitions": BURST_REPS,
+            "t_usec": round(float(us.mean()), 4),
+            "t_median_usec": round(float(np.median(us)), 4),
+            "t_min_usec": round(float(us.min()), 4),
+            "t_max_usec": round(float(us.max()), 4),
+            "sd_usec": round(float(us.std(ddof=1)), 4),
+        }
+    return row, slow
 
 
 def _timed(call, reps: int, start: int) -> np.ndarray:
@@ -175,7 +218,10 @@ def main(ctx: RunContext) -> dict:
         for op, sizes in points.items():
             for k, nbytes in enumerate(sizes):
                 ctx.progress(done, total, f"{op} {nbytes} B")
-                row, slow = _measure(ctx, op, nbytes, budget_s, cap_s)
+                if op == BURST:
+                    row, slow = _burst(ctx, nbytes, cap_s)
+                else:
+                    row, slow = _measure(ctx, op, nbytes, budget_s, cap_s)
                 done += 1
                 if ctx.rank == 0:
                     rows.append(row)
