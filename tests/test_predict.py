@@ -248,6 +248,12 @@ def test_messages_spaced_by_computation_pass_in_the_bucket():
     # 1 Gbit/s through a 125 KB bucket, its back-to-back curves at the sustained rate
     target, plain = env(5e-5, 1 / 125e6), env(5e-5, 1 / 125e6)
     target.curves["burst"] = burst_curve(125_000, 125e6, 1.25e9)
+    target.key = {"env": "cluster:two", "links": [10**9, 10**9]}  # tc's tbf on the links
+    # the same curve where cloudhpc set no rate limiter is read as no bucket (caches, load)
+    unlimited = env(5e-5, 1 / 125e6)
+    unlimited.curves["burst"] = target.curves["burst"]
+    unlimited.key = {"env": "vm-net", "links": None}
+    assert unlimited.bucket is None and target.bucket is not None
     m, n, compute = 56_000, 400, 0.25
     calls = {"MPI_Sendrecv": stats(n, n * t(SRC, "sendrecv", m), n * m, n * m, {32768: n})}
     region = compute + n * t(SRC, "sendrecv", m)

@@ -136,8 +136,9 @@ def predict_profile(
     """Predict the profiled run `profile` (a record id, a unique prefix, `last`, or a path) on
     the target (env, hosts, P, MPI); its `predict` record, written to `results` (with `_path`).
     `monitor_for(title)`: what shows a curves measurement; `say(line)`: a line for the user."""
+    from ..analysis.curves import BURST, rate_limited
     from ..analysis.predict import needed_points, predict
-    from . import curves_for, describe_points
+    from . import curves_for, describe_points, key_of
 
     if env is None and hosts is None:
         raise CloudhpcError("give the target: --env NAME or --hosts FILE")
@@ -184,7 +185,13 @@ def predict_profile(
     for side, job in (("source", source), ("target", target)):
         monitor = monitor_for(f"curves of {job.env} ({side})") if monitor_for else Monitor()
         try:
-            c, rec, measured = curves_for(job, needed, monitor=monitor, refresh=refresh)
+            # the burst curve only where a rate limiter may keep a bucket (Curves.bucket)
+            wanted = (
+                needed
+                if rate_limited(key_of(job))
+                else {op: s for op, s in needed.items() if op != BURST}
+            )
+            c, rec, measured = curves_for(job, wanted, monitor=monitor, refresh=refresh)
         finally:
             monitor.close()
         if measured and say is not None:
