@@ -161,9 +161,13 @@ def _run(ctx: RunContext, kind: str) -> dict:
         ctx.progress(i + 1, len(sizes), f"{kind} {nbytes} B")
     call_cost = mpi4py_call_cost(comm, loops) if ctx.rank == 0 else None
     comm.Barrier()
+    names = comm.gather(MPI.Get_processor_name(), root=0)  # an emulated host has its own name
     if ctx.rank != 0:
         return {}
     metrics = _summary(kind, rows)
+    # where the two ranks that measure ran: one host (shared memory, or TCP within it for
+    # vm-net) or two (the link between them)
+    metrics.update(rank_hosts=names[:2], across_hosts=names[0] != names[1])
     metrics["timing_loop"] = "c" if loops is not None else "python"
     if call_cost is not None:
         metrics["mpi4py_call_usec"] = round(call_cost, 4)
