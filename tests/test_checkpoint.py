@@ -541,3 +541,25 @@ def test_the_python_api_takes_the_checkpoint_options_by_name(tmp_path):
         cloudhpc.run("matmul", {"generate": True}, checkpoint_every=5, results=tmp_path / "r")
     with pytest.raises(CloudhpcError, match="give --checkpoint-every K"):
         cloudhpc.run("kmeans", params, inject_failure="2:0", results=tmp_path / "r")
+
+
+def test_a_campaign_takes_the_checkpoint_options_as_launch_keys(tmp_path):
+    """A workload's key and a [matrix] key: each cell's Job carries its checkpoint settings, and
+    an app without checkpoints is refused at the workload's line before anything runs."""
+    from cloudhpc.campaign.plan import plan_campaign
+    from cloudhpc.campaign.spec import CampaignFileError, campaign_from_data
+
+    data = {
+        "name": "ck",
+        "workload": [{"name": "km", "app": "kmeans", "nprocs": 2, "restarts": 1,
+                      "params": {"generate": True, "n": 2000, "k": 4}}],
+        "matrix": {"checkpoint_every": [5, 10]},
+    }  # fmt: skip
+    plan = plan_campaign(campaign_from_data(data), str(tmp_path / "r"))
+    jobs = [r.request.job for r in plan.runs]
+    assert [j.checkpoint["every"] for j in jobs] == [5, 10]
+    assert all(j.checkpoint["restarts"] == 1 for j in jobs)
+    assert "--checkpoint-every 5" in plan.runs[0].command_line
+    data["workload"][0].update(app="matmul", params={"generate": True})
+    with pytest.raises(CampaignFileError, match="matmul writes no checkpoints"):
+        plan_campaign(campaign_from_data(data), str(tmp_path / "r"))
