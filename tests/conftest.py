@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -64,3 +65,24 @@ def time_limit_job(tmp_path_factory):
         yield own, cwd, r.stdout.strip(), p.stdout.strip()
     finally:
         local.stop(own.root)
+
+
+@pytest.fixture
+def mount_tmpfs(tmp_path):
+    """mount_tmpfs(size) -> a fresh tmpfs of that size (unmounted afterwards)."""
+    mounted: list[Path] = []
+
+    def mount(size: str, read_only: bool = False) -> Path:
+        d = tmp_path / f"disk{len(mounted)}"
+        d.mkdir()
+        opts = f"size={size}" + (",ro" if read_only else "")
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(d)],
+                           capture_output=True, text=True)  # fmt: skip
+        if r.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here (needs root): {r.stderr.strip()}")
+        mounted.append(d)
+        return d
+
+    yield mount
+    for d in mounted:
+        subprocess.run(["umount", "-l", str(d)], check=False)

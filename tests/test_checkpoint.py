@@ -235,26 +235,6 @@ def test_inject_failure_needs_an_app_with_checkpoints(tmp_path):
     assert_one_line_error(r, "--inject-failure on --engine mpi", "wave has none")
 
 
-@pytest.fixture
-def mount_tmpfs(tmp_path):
-    mounted: list[Path] = []
-
-    def mount(size: str, read_only: bool = False) -> Path:
-        d = tmp_path / f"disk{len(mounted)}"
-        d.mkdir()
-        opts = f"size={size}" + (",ro" if read_only else "")
-        r = subprocess.run(["mount", "-t", "tmpfs", "-o", opts, "tmpfs", str(d)],
-                           capture_output=True, text=True)  # fmt: skip
-        if r.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here (needs root): {r.stderr.strip()}")
-        mounted.append(d)
-        return d
-
-    yield mount
-    for d in mounted:
-        subprocess.run(["umount", "-l", str(d)], check=False)
-
-
 def test_a_read_only_checkpoint_directory(mount_tmpfs, tmp_path):
     disk = mount_tmpfs("1m", read_only=True)
     r = run_cli(*KMEANS, "--checkpoint-every", "5", "--checkpoint-dir", str(disk),
