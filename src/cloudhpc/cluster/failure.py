@@ -49,11 +49,51 @@ def fail(name: str, host: str, root: Path | None = None) -> ClusterHost:
             net.ip("link", "set", "dev", h.veth, "down")
             from ..slurm import cluster as slurm_cluster
 
+            held = _shared_memory_of(_namespace_pids(h.namespace))
             slurm_cluster.kill_node(cluster, h)
             for d in cgroup.Hierarchy.detect().dirs(h.name):
                 owned.end_group(d)
             net.kill_namespace_processes(h.namespace)
+            _forget(held)
         return h
+
+
+def _namespace_pids(namespace: str) -> list[int]:
+    return [int(p) for p in net.ip("netns", "pids", namespace, check=False).split() if p.isdigit()]
+
+
+def _shared_memory_of(pids: list[int]) -> set[str]:
+    """The /dev/shm files the host's processes map (MPICH's and Open MPI's segments)."""
+    found: set[str] = set()
+    for pid in pids:
+        try:
+            maps = Path(f"/proc/{pid}/maps").read_text()
+        except OSError:
+            continue
+        for line in maps.splitlines():
+            parts = line.split(None, 5)  # address perms offset dev inode [path]
+            path = parts[5].strip() if len(parts) == 6 else ""
+            if path.startswith("/dev/shm/"):
+                found.add(path.removesuffix(" (deleted)"))
+    return found
+
+
+def _forget(held: set[str]) -> None:
+    """A failed machine loses its memory; the emulated hosts share this machine's /dev/shm, so
+    what the killed processes held there goes with them, unless a process still alive maps it
+    (a job requeued under the same Slurm job and step would otherwise find a killed run's
+    MPICH segment by its name and fail in MPI_Init)."""
+    if not held:
+        return
+    alive: set[str] = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            text = maps.read_text()
+        except OSError:
+            continue
+        alive.update(p for p in held if p in text)
+    for path in held - alive:
+        Path(path).unlink(missing_ok=True)
 
 
 def heal(name: str, host: str, root: Path | None = None) -> ClusterHost:
