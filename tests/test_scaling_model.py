@@ -388,3 +388,28 @@ def test_cpu_time_fit_takes_each_ranks_share_on_a_core():
     prof.ranks[1].cpu_s = None
     with pytest.raises(Exception, match="no CPU time of rank 1"):
         observe(prof, rec, cpu_time=True)
+
+
+def test_repeated_profiles_of_a_point_fit_on_its_fastest_run():
+    """Three profiles per (P, N), one of them slowed by other processes (its compute 1.6x):
+    the fit takes each point's fastest run and recovers the clean model's formulas; fitted on
+    the slowed runs alone, the exponents tilt."""
+    clean = fitted()
+    obs = []
+    for c in "SW":
+        for P in (1, 2):
+            for slow in (False, True, False):
+                prof, rec = make_profile(P, c)
+                rec["id"] += "-slow" if slow else f"-{len(obs)}"
+                o = observe(prof, rec)
+                if slow and c == "S":  # a loaded run: the small size's compute 1.6x
+                    for r in o.roles.values():
+                        r.compute_s *= 1.6
+                obs.append(o)
+    m = fit_model(obs, search="pairs")
+    assert m.roles["rank 0"].compute_s.formula() == clean.roles["rank 0"].compute_s.formula()
+    assert len(m.profiles) == 12
+    assert not any("profiled once" in n for n in m.notes)
+    assert any("profiled once" in n for n in clean.notes)
+    slowed = fit_model([o for o in obs if o.id.endswith("slow")], search="pairs")
+    assert slowed.roles["rank 0"].compute_s.formula() != clean.roles["rank 0"].compute_s.formula()

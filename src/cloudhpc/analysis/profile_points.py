@@ -18,7 +18,8 @@ prediction carries over as `predict --profile` does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import statistics
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..errors import CloudhpcError
@@ -236,6 +237,52 @@ def _role(ranks: list[int], by_rank: dict, region: float, startup: float,
         per_call = sum(s.time_s for s in have) / calls
         sites[k] = SiteObs(have[0].call, have[0].where, count, b, m, t, per_call)
     return RoleObs(compute, sites)
+
+
+# ---- repeats: several profiles at one point -----------------------------------------------
+def merge_repeats(obs: list[Observation], ns: list[float]) -> tuple[list[Observation], list[float]]:
+    """One observation per (P, N): profiles repeated at a point become one, whose times
+    (compute, start-up, region) are the repeats' minimum and whose counts, bytes per call and
+    waiting per call are their median. A shared machine's load only ever adds to a time, and
+    small runs (NPB S and W: milliseconds of work) differ by tens of percent from run to run;
+    the model's exponents come from the ratio of two such points, so one slow run tilts them
+    (docs/predict.md). Points met once are returned as they are."""
+    groups: dict[tuple[int, float], list[Observation]] = {}
+    for o, n in zip(obs, ns, strict=True):
+        groups.setdefault((o.nprocs, n), []).append(o)
+    out, out_n = [], []
+    for (_, n), same in groups.items():
+        out.append(same[0] if len(same) == 1 else _merged(same))
+        out_n.append(n)
+    return out, out_n
+
+
+def _merged(same: list[Observation]) -> Observation:
+    roles = {}
+    for name in same[0].roles:
+        have = [o.roles[name] for o in same if name in o.roles]
+        keys = sorted({k for r in have for k in r.sites})
+        sites = {}
+        for k in keys:
+            seen = [r.sites[k] for r in have if k in r.sites]
+            rests = [s.rest_s for s in seen if s.rest_s is not None]
+            sites[k] = replace(
+                seen[0],
+                count=statistics.median([r.sites[k].count if k in r.sites else 0.0 for r in have]),
+                bytes=statistics.median(s.bytes for s in seen),
+                messages=statistics.median(s.messages for s in seen),
+                time_s=max(s.time_s for s in seen),
+                per_call_s=statistics.median(s.per_call_s for s in seen),
+                rest_s=statistics.median(rests) if len(rests) == len(seen) else None,
+            )
+        roles[name] = RoleObs(min(r.compute_s for r in have), sites)
+    return replace(
+        same[0],
+        id="+".join(o.id for o in same),
+        region_s=min(o.region_s for o in same),
+        startup_s=min(o.startup_s for o in same),
+        roles=roles,
+    )
 
 
 # ---- waiting: the time beyond the transfer -------------------------------------------------

@@ -29,7 +29,7 @@ from .. import __version__
 from ..errors import CloudhpcError
 from . import pmnf
 from .predict import WAITS, curve_of
-from .profile_points import DEFERRED, OTHERS, ROLE0, Observation, size_rule
+from .profile_points import DEFERRED, OTHERS, ROLE0, Observation, merge_repeats, size_rule
 
 FORMAT = "cloudhpc.scaling-model"
 VERSION = 1
@@ -264,8 +264,9 @@ def fit_model(obs: list[Observation], *, search: str = "extrap") -> ScalingModel
     and overfits noisy data)."""
     if search not in SEARCHES:
         raise CloudhpcError(f"--search {search}: one of {', '.join(SEARCHES)}")
-    axis, ns = check_profiles(obs)
-    first = obs[0]
+    axis, all_ns = check_profiles(obs)
+    first, every = obs[0], obs
+    obs, ns = merge_repeats(obs, all_ns)  # repeats of a point: their minimum time, median counts
     P = np.array([o.nprocs for o in obs], dtype=float)
     N = np.array(ns)
     # loading kernels costs the same at any P and N: a term would only fit the load's noise
@@ -294,7 +295,7 @@ def fit_model(obs: list[Observation], *, search: str = "extrap") -> ScalingModel
                 "N": n,
                 "sites_from": o.sites_from,
             }
-            for o, n in zip(obs, ns, strict=True)
+            for o, n in zip(every, all_ns, strict=True)
         ],  # fmt: skip
         startup_s=startup,
         roles=roles,
@@ -390,6 +391,7 @@ def role_inputs(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray)
 def fit_inputs(obs: list[Observation]) -> list[FitInput]:
     """Every quantity a model of these profiles fits (start-up first, then per role)."""
     _, ns = size_axis(obs)
+    obs, ns = merge_repeats(obs, ns)
     P = np.array([o.nprocs for o in obs], dtype=float)
     N = np.array(ns)
     out = [FitInput("every rank", None, "start-up s", P, N, np.array([o.startup_s for o in obs]))]
@@ -442,6 +444,13 @@ def _notes(model: ScalingModel, obs: list[Observation], axis: SizeAxis) -> list[
         notes.append(
             f"N: two sizes ({axis.key} = {', '.join(map(str, sizes))}): each N term's exponent "
             "rests on two points and no constant can be told from it; add a third size"
+        )
+    points = [(p["nprocs"], p["N"]) for p in model.profiles]
+    if len(set(points)) == len(points):
+        notes.append(
+            "each (P, N) was profiled once: a small run's time varies by tens of percent from "
+            "run to run on a shared machine, and the exponents rest on it; profile each point "
+            "3 times (the fit takes each point's fastest run)"
         )
     if OTHERS in model.roles and len(model.roles[OTHERS].p_values) == 1:
         p = model.roles[OTHERS].p_values[0]

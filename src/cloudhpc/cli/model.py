@@ -48,7 +48,9 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         required=True,
         metavar="ID",
         help="a profile: a record id in --results (a unique prefix), its .files directory or "
-        "its record; give it once per profile",
+        "its record; give it once per profile. Several profiles of one (P, N) are one point: "
+        "its fastest run's times, the median counts and bytes (profile each point 3 times on a "
+        "shared machine)",
     )
     f.add_argument("--out", required=True, metavar="MODEL.json", help="where the model goes")
     f.add_argument(
