@@ -10,6 +10,10 @@ and networkx, on R-MAT and on skewed graphs, in one run.
   threads. The unit is COST's: ns per edge per iteration.
 - networkx.pagerank (its SciPy backend; it converts the graph each call) on a small graph of
   each kind, and the same graph converged (tol 1e-6) by cloudhpc and networkx, compared.
+- This machine's own 2-core ceiling, per graph and round: two single-thread scipy PageRanks at
+  once (two processes, the same matrix) against one alone. If each copy slows down (memory
+  bandwidth), P = 2 cannot reach 2x: the ceiling is 2 x (one alone) / (the slower of the two at
+  once). GraphBLAS at 1 and 2 threads is the second measure of it.
 - Components (undirected) and SSSP (directed, weights uniform in [1, 10), from the vertex of
   highest out-degree) on the same graphs: cloudhpc at P = 1 and 2 against
   scipy.sparse.csgraph.connected_components and dijkstra (the apps' --check references).
@@ -17,14 +21,20 @@ and networkx, on R-MAT and on skewed graphs, in one run.
 Seconds: cloudhpc: the record's `per_iteration_s` (pagerank: mean over the iteration supersteps of
 compute + communicate, each the slowest rank's) or `bsp_s` (components, sssp: the whole run_bsp
 call, with the plan: index lists built once per graph), and the supersteps alone beside it (as
-scipy's CSR and GraphBLAS's matrix are built before their clocks start). Peers: the call's wall
-time, graph in memory.
+scipy's CSR and GraphBLAS's matrix are built before their clocks start), and the plan alone.
+Peers: the call's wall time, graph in memory; csgraph also with its CSR built from the edge list
+inside the clock (what the plan is to cloudhpc). PageRank at P = 2 per iteration is split into
+the slowest rank's compute, the wait at the superstep's first Alltoall (the ranks' imbalance in
+time) and the rest of communicate (the exchange and combining).
 Answers: every cloudhpc run writes its values (--out) and they are compared with scipy's:
 PageRank within 1e-10 (largest relative difference per vertex), components and distances exact;
 GraphBLAS's PageRank too. A mismatch is printed and makes the run exit 1.
 
     make bench          # once: networkx, python-graphblas
     .venv/bin/python benchmarks/graph_pagerank.py [--rounds 3] [--quick] [--save]
+
+--save writes benchmarks/results/graph_pagerank.{md,json,png} and the targets' table (each met or
+missed, with the figures that say why) into benchmarks/RESULTS.md.
 
 Default size: V = 1,000,000, M = 10,000,000 (the issue's targets); --quick: 100,000 / 1,000,000
 and one round, for a shared machine (not figures of record).
@@ -33,6 +43,7 @@ and one round, for a shared machine (not figures of record).
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import statistics
 import tempfile
@@ -47,6 +58,7 @@ from common import (
     require_module,
     run_record,
     save_figure,
+    update_results_md,
     write_json,
     write_markdown,
 )
@@ -119,6 +131,32 @@ def pagerank_graphblas(g: Graph, iterations: int) -> np.ndarray:
     return x.to_dense(fill_value=0.0)
 
 
+def _scipy_copy(g: Graph, start, out) -> None:
+    start.wait()
+    t0 = time.perf_counter()
+    pagerank_scipy(g.at, g.degree, g.n, DAMPING, ITERATIONS, 0.0)
+    out.put(time.perf_counter() - t0)
+
+
+def two_copies(g: Graph) -> list[float]:
+    """Two single-thread scipy PageRanks started together in two processes (forked: the matrix
+    shared, read only): each one's seconds per iteration."""
+    ctx = multiprocessing.get_context("fork")
+    start, out = ctx.Barrier(2), ctx.Queue()
+    procs = [ctx.Process(target=_scipy_copy, args=(g, start, out)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    try:
+        return [out.get(timeout=3600) / ITERATIONS for _ in procs]
+    finally:
+        for p in procs:
+            if p.is_alive() and p.exitcode is None:
+                p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+                p.join()
+
+
 def timed(fn, *args):
     t0 = time.perf_counter()
     out = fn(*args)
@@ -145,7 +183,12 @@ def plan_s(rec: dict) -> float:
 
 def bsp_facts(rec: dict) -> dict:
     bsp = rec["extra"]["bsp"]
+    steps = rec["rows"][1:] or rec["rows"]  # pagerank: the iterations (superstep 0 only sends)
+    mean = lambda key: 1e3 * statistics.fmean(r.get(key, 0.0) for r in steps)  # noqa: E731
     return {
+        "compute_ms": mean("compute_s"),
+        "wait_ms": mean("wait_s"),
+        "exchange_ms": mean("communicate_s") - mean("wait_s"),
         "path": bsp["path"],
         "placement": bsp["partitioning"]["placement"],
         "split_hubs": bsp["partitioning"].get("split_hubs", 0),
@@ -175,6 +218,7 @@ def main() -> None:
     gb.init("suitesparse", blocking=False)
     warnings.simplefilter("ignore")
     n, m = QUICK if args.quick else FULL
+    t_start = time.perf_counter()
     started = machine()
     print(started, flush=True)
 
@@ -215,6 +259,8 @@ def main() -> None:
                     compare(f"{kind} pagerank P={p} vs scipy", diff <= PAGERANK_TOL, diff)
                 s, _ = timed(pagerank_scipy, g.at, g.degree, n, DAMPING, ITERATIONS, 0.0)
                 add(kind, "pagerank scipy.sparse", s / ITERATIONS)
+                both = two_copies(g)
+                add(kind, "pagerank scipy.sparse, 2 copies at once (slower)", max(both))
                 for threads in (1, 2):
                     gb.ss.config["nthreads"] = threads
                     s, got = timed(pagerank_graphblas, g, ITERATIONS)
@@ -230,6 +276,7 @@ def main() -> None:
                         rec = cloudhpc_run(app, g, p, out, *extra)
                         add(kind, f"{app} cloudhpc P={p}", rec["metrics"]["bsp_s"])
                         add(kind, f"{app} cloudhpc P={p} supersteps", supersteps_s(rec))
+                        add(kind, f"{app} cloudhpc P={p} plan", plan_s(rec))
                         facts[f"{kind} {app} P={p}"] = bsp_facts(rec)
                         same = exact(np.load(out), ref)
                         compare(f"{kind} {app} P={p} vs csgraph", same, same)
@@ -237,8 +284,12 @@ def main() -> None:
 
                 s, _ = timed(csgraph.connected_components, a_cc, False)
                 add(kind, "components csgraph", s)
+                s, _ = timed(components_from_edges, g)
+                add(kind, "components csgraph + CSR build", s)
                 s, _ = timed(csgraph.dijkstra, a_sp, True, g.source)
                 add(kind, "sssp csgraph", s)
+                s, _ = timed(sssp_from_edges, g)
+                add(kind, "sssp csgraph + CSR build", s)
             del g
             networkx_row(kind, tmp, add, compare, args.quick)
 
@@ -246,6 +297,7 @@ def main() -> None:
     print(load_note())
     small_m = (NETWORKX_QUICK if args.quick else NETWORKX_FULL)[1]
     rows, ratios = tables(kinds, med, times, m, small_m, facts)
+    wall = time.perf_counter() - t_start
     notes = [
         f"Machine: {started}. {load_note()}",
         f"Command: `.venv/bin/python benchmarks/graph_pagerank.py --rounds {rounds}"
@@ -255,6 +307,7 @@ def main() -> None:
         "plan, index lists built once per graph; 'supersteps': without), each superstep the "
         "slowest rank's compute + communicate. Peers: call wall time, graph in memory. Ratios: "
         "median over rounds of the same-round ratio.",
+        f"Wall time of the whole run: {wall / 60:.1f} min.",
         f"Answers: {'all equal' if not failures else 'DIFFER: ' + '; '.join(failures)} "
         f"(PageRank within {PAGERANK_TOL:g} per vertex, components and distances exact).",
     ]
@@ -277,6 +330,8 @@ def main() -> None:
     )
     plot(kinds, med, m, started)
     print_ratios(ratios)
+    update_results_md("graph_pagerank", "Graphs at the single-thread floor (issue 36)",
+                      results_section(ratios, notes))  # fmt: skip
     if failures:
         raise SystemExit(1)
 
@@ -308,6 +363,20 @@ def networkx_row(kind: str, tmp: str, add, compare, quick: bool) -> None:
     compare(f"{kind} small pagerank P=2 vs networkx (tol 1e-6)", diff <= PAGERANK_TOL, diff)
 
 
+def components_from_edges(g: Graph):
+    """csgraph's components with its CSR built from the edge list inside the clock."""
+    from scipy.sparse import csgraph
+
+    return csgraph.connected_components(_csr(g.src, g.dst, np.ones(g.m), g.n), False)
+
+
+def sssp_from_edges(g: Graph):
+    """csgraph's dijkstra with its CSR built from the edge list inside the clock."""
+    from scipy.sparse import csgraph
+
+    return csgraph.dijkstra(_lightest(g), True, g.source)
+
+
 def _csr(src, dst, w, n):
     import scipy.sparse as sp
 
@@ -316,14 +385,18 @@ def _csr(src, dst, w, n):
 
 def _lightest(g: Graph):
     """The directed, weighted CSR dijkstra gets (self-loops dropped, parallel edges: the
-    lightest), as the sssp app's reference builds it."""
+    lightest), as the sssp app's reference builds it: one sort by (source, target) key."""
+    import scipy.sparse as sp
+
     keep = g.src != g.dst
-    src, dst, w = g.src[keep], g.dst[keep], g.w[keep]
-    order = np.lexsort((w, dst, src))
-    src, dst, w = src[order], dst[order], w[order]
-    first = np.ones(len(src), dtype=np.bool_)
-    first[1:] = (src[1:] != src[:-1]) | (dst[1:] != dst[:-1])
-    return _csr(src[first], dst[first], w[first], g.n)
+    key, w = g.src[keep] * g.n + g.dst[keep], g.w[keep]
+    order = np.argsort(key)
+    key, w = key[order], w[order]
+    first = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1])))
+    if len(key):
+        key, w = key[first], np.minimum.reduceat(w, first)
+    indptr = np.concatenate(([0], np.cumsum(np.bincount(key // g.n, minlength=g.n))))
+    return sp.csr_matrix((w, key % g.n, indptr), shape=(g.n, g.n))
 
 
 def tables(kinds, med, times, m, small_m, facts) -> tuple[list[list], dict]:
@@ -347,6 +420,10 @@ def tables(kinds, med, times, m, small_m, facts) -> tuple[list[list], dict]:
             "P=1 / GraphBLAS 1 thread": paired(kind, pr + "cloudhpc P=1", pr + "GraphBLAS 1t"),
             "P=2 / GraphBLAS 2 threads": paired(kind, pr + "cloudhpc P=2", pr + "GraphBLAS 2t"),
             "GraphBLAS 1t / scipy": paired(kind, pr + "GraphBLAS 1t", pr + "scipy.sparse"),
+            # the machine's 2-core ceiling: what two independent copies get done at once
+            "2-core ceiling (2 scipy copies)": 2 / paired(
+                kind, pr + "scipy.sparse, 2 copies at once (slower)", pr + "scipy.sparse"),
+            "GraphBLAS 1t / 2t": paired(kind, pr + "GraphBLAS 1t", pr + "GraphBLAS 2t"),
             "components P=2 / csgraph": paired(kind, "components cloudhpc P=2",
                                                "components csgraph"),
             "components P=1 / csgraph": paired(kind, "components cloudhpc P=1",
@@ -357,27 +434,101 @@ def tables(kinds, med, times, m, small_m, facts) -> tuple[list[list], dict]:
                 kind, "components cloudhpc P=2 supersteps", "components csgraph"),
             "sssp P=2 supersteps / csgraph": paired(kind, "sssp cloudhpc P=2 supersteps",
                                                     "sssp csgraph"),
+            "components P=2 / csgraph + CSR build": paired(
+                kind, "components cloudhpc P=2", "components csgraph + CSR build"),
+            "sssp P=2 / csgraph + CSR build": paired(kind, "sssp cloudhpc P=2",
+                                                     "sssp csgraph + CSR build"),
             "networkx / cloudhpc P=2 (small)": med[(kind, "small: networkx.pagerank")]
             / med[(kind, "small: pagerank cloudhpc P=2")],
             "pagerank P=2 placement": facts[f"{kind} pagerank P=2"]["placement"],
             "pagerank P=2 edge imbalance": facts[f"{kind} pagerank P=2"]["edge_imbalance"],
         }  # fmt: skip
+        for p in (1, 2):
+            f = facts[f"{kind} pagerank P={p}"]
+            for part in ("compute", "wait", "exchange"):
+                r[f"pagerank P={p} {part} ms/iteration"] = f[f"{part}_ms"]
+        for app in ("components", "sssp"):
+            r[f"{app} P=2 plan s"] = med[(kind, f"{app} cloudhpc P=2 plan")]
+            r[f"{app} P=2 whole run s"] = med[(kind, f"{app} cloudhpc P=2")]
         ratios[kind] = r
     return rows, ratios
+
+
+def target_of(key: str) -> float | None:
+    target = TARGETS.get(key)
+    if target is None and key.endswith("/ csgraph") and key.split()[1] == "P=2":
+        target = TARGETS["P=2 / csgraph"]
+    return target
+
+
+def met(key: str, value: float) -> bool:
+    target = target_of(key)
+    return value >= target if "at least" in key else value <= target
+
+
+def why(kind: str, key: str, r: dict) -> str:
+    """The measured figures that say why a target was missed."""
+    ms = lambda k: f"{r[k]:.1f} ms"  # noqa: E731
+    if key == "P=1 / scipy":
+        return (
+            f"P=1 per iteration: compute {ms('pagerank P=1 compute ms/iteration')} + "
+            f"communicate {ms('pagerank P=1 exchange ms/iteration')} (combining the inbox); "
+            f"GraphBLAS 1t / scipy {r['GraphBLAS 1t / scipy']:.2f}"
+        )
+    if key.startswith("P=1 / P=2"):
+        return (
+            f"2-core ceiling {r['2-core ceiling (2 scipy copies)']:.2f}x (two scipy copies at "
+            f"once), GraphBLAS 1t/2t {r['GraphBLAS 1t / 2t']:.2f}x; P=2 per iteration: "
+            f"compute {ms('pagerank P=2 compute ms/iteration')} (P=1 "
+            f"{ms('pagerank P=1 compute ms/iteration')}), wait "
+            f"{ms('pagerank P=2 wait ms/iteration')}, exchange "
+            f"{ms('pagerank P=2 exchange ms/iteration')}; edge imbalance "
+            f"{r['pagerank P=2 edge imbalance']:.3f} ({r['pagerank P=2 placement']})"
+        )
+    if key.startswith("P=1 / GraphBLAS") or key.startswith("P=2 / GraphBLAS"):
+        return f"GraphBLAS 1t / scipy {r['GraphBLAS 1t / scipy']:.2f}"
+    app = key.split()[0]
+    return (
+        f"plan {r[f'{app} P=2 plan s']:.2f} s of {r[f'{app} P=2 whole run s']:.2f} s; "
+        f"supersteps alone {r[f'{app} P=2 supersteps / csgraph']:.2f}x csgraph; against "
+        f"csgraph with its CSR build {r[f'{app} P=2 / csgraph + CSR build']:.2f}x"
+    )
+
+
+def targets_table(ratios: dict) -> tuple[list[str], list[list]]:
+    keys = ["P=1 / scipy", "P=1 / P=2 (speed-up, at least)", "P=1 / GraphBLAS 1 thread",
+            "P=2 / GraphBLAS 2 threads", "components P=2 / csgraph",
+            "sssp P=2 / csgraph"]  # fmt: skip
+    rows = []
+    for kind, r in ratios.items():
+        for key in keys:
+            target = target_of(key)
+            ok = met(key, r[key])
+            sign = ">=" if "at least" in key else "<="
+            mark = "met" if ok else "**missed**"
+            rows.append([kind, key, f"{r[key]:.2f}", f"{sign} {target}", mark,
+                         "" if ok else why(kind, key, r)])  # fmt: skip
+    return ["graph", "target", "measured", "target", "", "measured reason (when missed)"], rows
+
+
+def results_section(ratios: dict, notes: list[str]) -> str:
+    header, rows = targets_table(ratios)
+    lines = [*notes, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(map(str, row)) + " |" for row in rows]
+    lines += ["", "Full table: [results/graph_pagerank.md](results/graph_pagerank.md).",
+              "![PageRank per iteration](results/graph_pagerank.png)"]  # fmt: skip
+    return "\n".join(lines)
 
 
 def print_ratios(ratios: dict) -> None:
     for kind, r in ratios.items():
         print(f"{kind}:")
         for k, v in r.items():
-            target = TARGETS.get(k)
-            if target is None and k.endswith("/ csgraph") and k.split()[1] == "P=2":
-                target = TARGETS["P=2 / csgraph"]
+            target = target_of(k)
             mark = ""
             if isinstance(v, float) and target is not None:
-                met = v >= target if "at least" in k else v <= target
                 mark = f"  (target {'>=' if 'at least' in k else '<='} {target}: " \
-                       f"{'met' if met else 'MISSED'})"  # fmt: skip
+                       f"{'met' if met(k, v) else 'MISSED'})"  # fmt: skip
             shown = f"{v:.3f}" if isinstance(v, float) else str(v)
             print(f"  {k:34s} {shown}{mark}")
 

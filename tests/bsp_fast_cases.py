@@ -82,6 +82,7 @@ def run_all(engine) -> dict:
                         "directions": [r["direction"] for r in res.rows],
                         "messages": [r["messages"] for r in res.rows],
                         "supersteps": res.supersteps,
+                        "waits": [[r["wait_s"], r["communicate_s"]] for r in res.rows],
                     }
     return out
 

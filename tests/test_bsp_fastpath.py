@@ -63,6 +63,8 @@ def check(out: dict) -> None:
                 part = run["partitioning"]
                 assert part["edge_imbalance"] >= 1.0 and sum(part["edges_per_rank"]) > 0
                 assert run["messages"] == general["messages"], where  # one per edge, any path
+                # the wait at the first Alltoall is part of communicate
+                assert all(0 <= w <= c for w, c in run["waits"]), where
                 sent = [d for d in run["directions"] if d]
                 if path == "fast" and direction != "auto":
                     assert sent and set(sent) == {direction}, where

@@ -180,20 +180,67 @@ def frontier_work(send, degree) -> int:
 
 
 @kernel
-def csc_order(target, n_targets) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets over targets (uint64), edge order) of the edges with target >= 0, stable: each
-    target's in-edges in CSR order, i.e. by source."""
+def classify_edges(offsets, local, alive, hub):
+    """One pass over a partition's out-edges (CSR), `local` each target's local index (-1: a
+    vertex of another rank): (target, far, moved, moved_src). target: the local target of an edge
+    computed here (-1 when that vertex is not alive, and for the rest); far: the edges to another
+    rank's vertex, in order (they get a send slot); moved: the edges of a split hub to another
+    rank's vertex (computed there), in order, with their sources."""
+    m = len(local)
+    target = np.empty(m, dtype=np.int32)
+    far = np.empty(m, dtype=np.int64)
+    moved = np.empty(m, dtype=np.int64)
+    moved_src = np.empty(m, dtype=np.int64)
+    nf = 0
+    nm = 0
+    for s in range(len(offsets) - 1):
+        is_hub = hub[s]
+        for e in range(offsets[s], offsets[s + 1]):
+            t = local[e]
+            target[e] = -1
+            if t >= 0:
+                if alive[t]:
+                    target[e] = t
+            elif is_hub:
+                moved[nm] = e
+                moved_src[nm] = s
+                nm += 1
+            else:
+                far[nf] = e
+                nf += 1
+    return target, far[:nf].copy(), moved[:nm].copy(), moved_src[:nm].copy()
+
+
+@kernel
+def csc_build(offsets, target, n_targets):
+    """The product's CSC over targets from the CSR's targets (< 0: not computed here): (offsets
+    over targets (uint64), each in-edge's source (uint32)), stable: a target's in-edges by
+    source."""
     counts = np.zeros(n_targets + 1, dtype=np.int64)
     for e in range(len(target)):
         if target[e] >= 0:
             counts[target[e] + 1] += 1
     for t in range(n_targets):
         counts[t + 1] += counts[t]
-    offsets = counts.astype(np.uint64)
-    order = np.empty(offsets[-1], dtype=np.int64)
+    csc_offsets = counts.astype(np.uint64)
+    src = np.empty(counts[-1], dtype=np.uint32)
+    for s in range(len(offsets) - 1):
+        for e in range(offsets[s], offsets[s + 1]):
+            t = target[e]
+            if t >= 0:
+                src[counts[t]] = s
+                counts[t] += 1
+    return csc_offsets, src
+
+
+@kernel
+def csc_values(csc_offsets, target, values):
+    """An edge array (CSR order) in the CSC order of csc_build."""
+    at = csc_offsets[:-1].astype(np.int64)
+    out = np.empty(csc_offsets[-1], dtype=values.dtype)
     for e in range(len(target)):
         t = target[e]
         if t >= 0:
-            order[counts[t]] = e
-            counts[t] += 1
-    return offsets, order
+            out[at[t]] = values[e]
+            at[t] += 1
+    return out

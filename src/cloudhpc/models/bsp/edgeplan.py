@@ -25,9 +25,11 @@ import numpy as np
 
 from ...engines.base import Engine
 from .edgekernels import (
+    classify_edges,
     compact,
     count_by_block,
-    csc_order,
+    csc_build,
+    csc_values,
     fill_hubs,
     frontier_work,
     pull_all,
@@ -37,7 +39,7 @@ from .edgekernels import (
     receive,
 )
 from .exchange import Routed, Wire
-from .kernels import csr_from_sources, identity, routing_plan, sources_of
+from .kernels import csr_from_sources, identity, routing_plan
 from .partition import Partition
 from .placement import Placement, choose, imbalance
 
@@ -68,23 +70,23 @@ class EdgePlan:
     def build(
         cls, engine: Engine, part: Partition, dtype, combiner: str, split: bool | None = None
     ) -> EdgePlan:
-        rank, size, n = engine.rank, engine.size, part.n_local
+        size, n = engine.size, part.n_local
         degree = part.degree()
         placement = choose(engine, degree, split)
         self = cls(part, placement, dtype, combiner)
-        src = sources_of(part.offsets)
-        owner = part.owner(part.dst)
         hub = np.zeros(n, dtype=np.bool_)
         hub[placement.hubs] = True
-        moved = hub[src] & (owner != rank)
-        here = owner == rank
-        target = np.full(part.n_edges, -1, dtype=np.int64)
-        target[here] = part.local_index(part.dst[here])  # -1: not a live vertex, dropped
-        far = np.flatnonzero(~here & ~moved)
-        edge_slot, slot_gids, slot_counts = routing_plan(part.dst[far], owner[far], size)
+        # one pass: local targets (-1: not a live vertex, dropped), edges that leave, hubs' edges;
+        # owners are looked up for the edges that leave only
+        target, far, mv, mv_src = classify_edges(
+            part.offsets, part.local_index(part.dst, alive_only=False), part.alive, hub
+        )
+        owner_mv = part.owner(part.dst[mv])
+        edge_slot, slot_gids, slot_counts = routing_plan(
+            part.dst[far], part.owner(part.dst[far]), size
+        )
         # the split hubs' slots: one per (rank holding some of its edges, hub)
-        mv = np.flatnonzero(moved)
-        pairs = np.unique(owner[mv] * max(n, 1) + src[mv])
+        pairs = np.unique(owner_mv * max(n, 1) + mv_src)
         pair_rank, pair_hub = pairs // max(n, 1), pairs % max(n, 1)
         hub_counts = np.bincount(pair_rank, minlength=size).astype(np.int64)
         block = slot_counts + hub_counts  # rows to each rank in the dense exchange
@@ -101,13 +103,13 @@ class EdgePlan:
         ids[slot_pos - n] = slot_gids
         ids[hub_pos - n] = -(part.gids[pair_hub] + 1)  # a hub: its mirror
         self.hub_pos, self.hub_local = hub_pos, pair_hub.astype(np.int64)
-        self.moved, self.moved_src = mv, src[mv]  # edges of this rank's hubs computed elsewhere
-        pair_of_edge = np.searchsorted(pairs, owner[mv] * max(n, 1) + src[mv])
+        self.moved, self.moved_src = mv, mv_src  # edges of this rank's hubs computed elsewhere
+        pair_of_edge = np.searchsorted(pairs, owner_mv * max(n, 1) + mv_src)
         self.hub_edges = np.bincount(pair_of_edge, minlength=len(pairs)).astype(np.int64)
 
         # the split hubs' edges travel to the ranks of their targets (with their edge values)
-        routed = Routed(engine, owner[mv])
-        m_hub = routed.send(part.gids[src[mv]])
+        routed = Routed(engine, owner_mv)
+        m_hub = routed.send(part.gids[mv_src])
         m_dst = routed.send(part.dst[mv])
         m_vals = {k: routed.send(v[mv]) for k, v in part.edge_values.items()}
         mirrors = np.unique(m_hub)
@@ -129,12 +131,10 @@ class EdgePlan:
         self.remote_index = engine.alltoallv(self.recv_index, self.rcounts)
 
         # the product: pull over each target's in-edges, push along each source's out-edges
-        self.csc_offsets, order = csc_order(target, n + total)
-        self.csc_src = src[order].astype(np.uint32)
-        self._csc_order = order
+        self.csc_offsets, self.csc_src = csc_build(part.offsets, target, n + total)
         self._csc_values: dict[str, np.ndarray] = {}
         self.reached = np.diff(self.csc_offsets) > 0
-        self.target = target.astype(np.int32)
+        self.target = target
         self.degree = degree
         self.block, self.starts, self.total = block, starts, total
         self.edges_here = int(self.csc_offsets[-1]) + len(self.m_target)
@@ -225,8 +225,8 @@ class EdgePlan:
     def _csc_weight(self, name: str) -> np.ndarray:
         w = self._csc_values.get(name)
         if w is None:
-            w = self._csc_values[name] = np.ascontiguousarray(
-                self.part.edge_values[name][self._csc_order]
+            w = self._csc_values[name] = csc_values(
+                self.csc_offsets, self.target, np.ascontiguousarray(self.part.edge_values[name])
             )
         return w
 

@@ -94,7 +94,7 @@ def run_bsp(
     aggregated: dict[str, float] = {}
     globals_: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
-    local_rows: list[tuple] = []  # this rank's seconds, delivered, pulled, pushed
+    local_rows: list[tuple] = []  # this rank's seconds, delivered, pulled, pushed, waited
     halted_by = "limit"
     by_op = {op: sorted(n for n, o in program.aggregators.items() if o == op) for op in AGG_OPS}
     n_sum, n_max = len(by_op["sum"]), len(by_op["max"])
@@ -109,7 +109,9 @@ def run_bsp(
             restored.aggregated, restored.rows, restored.halted, restored.inbox
         )  # fmt: skip
         saved = restored.local_rows
-        local_rows = [tuple(r) for r in saved] if saved is not None else [(0.0,) * 5] * s
+        # (a checkpoint of an earlier version kept fewer columns: zeros for the rest)
+        zeros = [(0.0,) * 6] * s
+        local_rows = zeros if saved is None else [(*r, *(0.0,) * (6 - len(r))) for r in saved]
     resumed_from = s
     while s < limit:
         if checkpoints is not None:
@@ -155,7 +157,9 @@ def run_bsp(
             header[:, 0] = counts
             header[:, 1] = outbox.plan_counts
             header[:, 2:] = common
-            got = wire.alltoall(header)
+            tw = time.perf_counter()
+            got = wire.alltoall(header)  # the first barrier: a rank that finished early waits here
+            waited = time.perf_counter() - tw
             rcounts = got[:, 0].astype(np.int64)
             plan_rcounts = got[:, 1].astype(np.int64)
             tot = got[:, 2:10].sum(axis=0)
@@ -165,7 +169,9 @@ def run_bsp(
             )
         t2 = time.perf_counter()
         directions = plan.directions if plan is not None else 0
-        local_rows.append((t1 - t0, t2 - t1, inbox.delivered, directions & 1, directions >> 1))
+        local_rows.append(
+            (t1 - t0, t2 - t1, inbox.delivered, directions & 1, directions >> 1, waited)
+        )
         aggs = got[:, 10:]
         aggregated = dict(zip(by_op["sum"], map(float, aggs[:, :n_sum].sum(axis=0)), strict=True))
         top = aggs[:, n_sum:].max(axis=0) if aggs.shape[1] > n_sum else np.empty(0)
@@ -261,17 +267,23 @@ def _source_cut(engine: Engine, part: Partition) -> dict[str, Any]:
 
 
 def _add_rank_figures(engine: Engine, rows: list[dict], local_rows: list[tuple]) -> None:
-    """Per superstep: the slowest rank's compute and communicate seconds, the rows delivered
+    """Per superstep: the slowest rank's compute and communicate seconds and the longest any rank
+    waited in the superstep's first Alltoall (`wait_s`: the ranks' imbalance in time, plus one
+    small Alltoall; communicate_s less wait_s is the exchange and combining), the rows delivered
     (after combining) on all ranks, the direction of the product; reduced once, after the run."""
     if not rows:
         return
-    mine = np.zeros((len(rows), 5))  # a checkpoint of an earlier version kept 3 columns
+    mine = np.zeros((len(rows), 6))  # a checkpoint of an earlier version kept 3 or 5 columns
     kept = np.array(local_rows, dtype=np.float64).reshape(len(rows), -1)
     mine[:, : kept.shape[1]] = kept
-    slowest = engine.allreduce(np.ascontiguousarray(mine[:, :2]), "max")
-    summed = engine.allreduce(np.ascontiguousarray(mine[:, 2:]), "sum")
-    for row, (c, m), (d, pulled, pushed) in zip(rows, slowest, summed, strict=True):
+    slowest = engine.allreduce(np.ascontiguousarray(mine[:, [0, 1, 5]]), "max")
+    summed = engine.allreduce(np.ascontiguousarray(mine[:, 2:5]), "sum")
+    for row, (c, m, w), (d, pulled, pushed) in zip(rows, slowest, summed, strict=True):
         direction = "+".join(n for n, k in (("pull", pulled), ("push", pushed)) if k)
         row.update(
-            delivered=int(d), compute_s=float(c), communicate_s=float(m), direction=direction
+            delivered=int(d),
+            compute_s=float(c),
+            communicate_s=float(m),
+            wait_s=float(w),
+            direction=direction,
         )
