@@ -231,6 +231,12 @@ def test_bad_input_is_one_line(setup):
     assert_one_line_error(r, "has not failed")
     r = on_head(c, env, "srun", "-N", "3", "hostname")  # more nodes than there are
     assert r.returncode == 1 and "Node count specification invalid" in r.stderr, r.stderr
+    # the srun cloudhpc builds, asked for more nodes than the allocation has: refused first
+    r = on_head(c, env, "salloc", "-N", "2", "-n", "4", sys.executable, "-m", "cloudhpc", "bench",
+                "pingpong", "--launcher", "slurm", "--layout", "1x1x3")  # fmt: skip
+    err = [ln for ln in r.stderr.splitlines() if not ln.startswith("salloc:")]
+    assert r.returncode == 2 and len(err) == 1, r.stderr
+    assert "asks for 3 nodes but this Slurm allocation has 2" in err[0], r.stderr
 
 
 def test_slurm_down_leaves_nothing_and_up_again(setup):

@@ -179,6 +179,7 @@ class SlurmLauncher(Launcher):
         return allocation_cpus()
 
     def preflight(self, job: Job) -> None:
+        self._check_nodes(job)
         if not job.hosts or not os.environ.get("SLURM_JOB_NODELIST"):
             return
         nodes = allocation_hostnames()
@@ -187,6 +188,26 @@ class SlurmLauncher(Launcher):
             raise CloudhpcError(
                 f"--placement names {strangers[0]}, not a node of this allocation "
                 f"({', '.join(nodes)})"
+            )
+
+    def _check_nodes(self, job: Job) -> None:
+        """srun --nodes=N with more nodes than there are fails in Slurm's words, exit 1: a
+        --layout asking that of the srun cloudhpc builds is bad input, refused here (exit 2)."""
+        if not job.layout_given or job.hosts or not self.uses_srun(job):
+            return
+        if os.environ.get("SLURM_JOB_ID"):
+            have, where = allocation_nodes(), "this Slurm allocation"
+        else:  # srun asks Slurm for an allocation itself: the default partition's nodes
+            from ..slurm.client import SlurmClient
+
+            try:
+                part = SlurmClient().partition(None)
+            except CloudhpcError:
+                return  # no Slurm that answers: srun says so
+            have, where = part.nodes, f"Slurm partition {part.name}"
+        if have is not None and job.layout.nodes > have:
+            raise CloudhpcError(
+                f"layout {job.layout} asks for {job.layout.nodes} nodes but {where} has {have}"
             )
 
     def uses_srun(self, job: Job) -> bool:
