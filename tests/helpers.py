@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -12,6 +13,48 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
+
+
+def sigterm_when(
+    proc: subprocess.Popen, ready, timeout: float, what: str, poll: float = 0.05
+) -> str:
+    """Wait until `ready()` holds (failing if `proc` ends first, or after `timeout` s: "`what`"),
+    then SIGTERM `proc` and return its stderr once it has ended; `proc` is killed if anything
+    fails on the way."""
+    import signal
+    import time
+
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, what
+            time.sleep(poll)
+        proc.send_signal(signal.SIGTERM)
+        return proc.communicate(timeout=60)[1]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
+@contextlib.contextmanager
+def private_clusters(root: Path):
+    """A cluster state directory of the tests' own (CLOUDHPC_CLUSTERS); every cluster in it is
+    down afterwards."""
+    from cloudhpc import cluster
+
+    old = os.environ.get("CLOUDHPC_CLUSTERS")
+    os.environ["CLOUDHPC_CLUSTERS"] = str(root)
+    try:
+        yield root
+    finally:
+        for name in cluster.state.names(root):
+            cluster.down(name)
+        if old is None:
+            del os.environ["CLOUDHPC_CLUSTERS"]
+        else:
+            os.environ["CLOUDHPC_CLUSTERS"] = old
 
 
 def run_cli(*args: str, cwd=None, env=None, timeout: float = 240) -> subprocess.CompletedProcess:

@@ -14,7 +14,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_line_error, run_cli
+from helpers import assert_one_line_error, run_cli, sigterm_when
 
 from cloudhpc.campaign.plan import PlannedRun, cell_label, outline, plan_campaign
 from cloudhpc.campaign.runner import Eta, annotation, campaign_state, run_campaign, to_run
@@ -78,19 +78,13 @@ def test_sigterm_halfway_then_resume_ends_with_exactly_eight_records(tmp_path):
         stderr=subprocess.PIPE,
         text=True,
     )
-    try:
-        deadline = time.monotonic() + 240
-        # halfway: 4 runs recorded and the 5th one's ranks running
-        while not (len(list(results.glob("*.json"))) >= 4 and _worker_running(marker)):
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "the campaign did not get halfway"
-            time.sleep(0.05)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
+    # halfway: 4 runs recorded and the 5th one's ranks running
+    err = sigterm_when(
+        proc,
+        lambda: len(list(results.glob("*.json"))) >= 4 and _worker_running(marker),
+        240,
+        "the campaign did not get halfway",
+    )
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert "stopped after" in err and "interrupted (SIGTERM)" in err
     first = _records(results)

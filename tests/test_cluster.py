@@ -14,14 +14,13 @@ import signal
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import assert_one_line_error, run_cli, run_json
+from helpers import assert_one_line_error, private_clusters, run_cli, run_json
 
-from cloudhpc import cluster
+from cloudhpc import cluster, owned
 from cloudhpc.cluster import hook, manage, net
 from cloudhpc.cluster.model import Cluster, host_pattern, namespace_pattern, subnet_of
 from cloudhpc.cluster.rates import tbf_args
@@ -220,22 +219,6 @@ def _ours(name: str) -> tuple[set[str], set[str]]:
     ns = {n for n in net.namespaces() if namespace_pattern(name).match(n)}
     links = {link for link, alias in net.links().items() if alias == f"cloudhpc cluster {name}"}
     return ns, links
-
-
-@contextmanager
-def private_clusters(root: Path):
-    """A cluster state directory of the tests' own; every cluster in it is down afterwards."""
-    old = os.environ.get("CLOUDHPC_CLUSTERS")
-    os.environ["CLOUDHPC_CLUSTERS"] = str(root)
-    try:
-        yield root
-    finally:
-        for name in cluster.state.names(root):
-            cluster.down(name)
-        if old is None:
-            del os.environ["CLOUDHPC_CLUSTERS"]
-        else:
-            os.environ["CLOUDHPC_CLUSTERS"] = old
 
 
 @pytest.fixture(scope="module")

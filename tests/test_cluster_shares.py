@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_line_error, run_cli, run_json
+from helpers import assert_one_line_error, private_clusters, run_cli, run_json
 
 from cloudhpc import cluster
 from cloudhpc.cluster import cgroup, shares
@@ -133,18 +133,8 @@ def test_hosts_argv_joins_the_groups_before_the_namespace():
 # ---- real control groups -----------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def state(tmp_path_factory):
-    root = tmp_path_factory.mktemp("clusters")
-    old = os.environ.get("CLOUDHPC_CLUSTERS")
-    os.environ["CLOUDHPC_CLUSTERS"] = str(root)
-    try:
+    with private_clusters(tmp_path_factory.mktemp("clusters")) as root:
         yield root
-    finally:
-        for name in cluster.state.names(root):
-            cluster.down(name)
-        if old is None:
-            del os.environ["CLOUDHPC_CLUSTERS"]
-        else:
-            os.environ["CLOUDHPC_CLUSTERS"] = old
 
 
 def _on(h, command: str, **kw) -> subprocess.CompletedProcess:

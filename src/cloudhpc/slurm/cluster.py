@@ -35,7 +35,6 @@ it down after SlurmdTimeout; heal starts its slurmd again (ReturnToService=2 mak
 from __future__ import annotations
 
 import os
-import secrets
 import shlex
 import subprocess
 import time
@@ -88,7 +87,6 @@ class ClusterSlurm(local.LocalSlurm):
 
 
 def slurm_conf(root: Path, cluster: Cluster, partition: str = PARTITION) -> str:
-    first_job_id = 1_000_000 + secrets.randbelow(50_000_000)
     nodes = "\n".join(
         f"NodeName={h.name} NodeAddr={h.address} CPUs={h.slots}"
         + (f" RealMemory={h.mem_bytes >> 20}" if h.mem_bytes else "")  # its --mem, in MiB
@@ -99,43 +97,23 @@ def slurm_conf(root: Path, cluster: Cluster, partition: str = PARTITION) -> str:
 # Slurm over emulated cluster {cluster.name} (cloudhpc.slurm.cluster): nothing here is the
 # machine's. Its client commands reach slurmctld from the cluster's namespaces only:
 {local.HEAD_MARK}{cluster.head}
-ClusterName=cloudhpc
+{local.shared_settings(root)}\
 SlurmctldHost={cluster.head}({cluster.gateway})
 SlurmctldPort={SLURMCTLD_PORT}
 SlurmdPort={SLURMD_PORT}
-SlurmUser=root
-SlurmdUser=root
-AuthType=auth/munge
-CredType=cred/munge
 AuthInfo=socket={root}/munge/munge.socket,cred_expire={CRED_EXPIRE_S}
-StateSaveLocation={root}/state
 SlurmdSpoolDir={root}/spool/%n
-SlurmctldPidFile={root}/run/slurmctld.pid
 SlurmdPidFile={root}/run/slurmd-%n.pid
-SlurmctldLogFile={root}/log/slurmctld.log
 SlurmdLogFile={root}/log/slurmd-%n.log
 # a node is the host the cluster describes (its slots), not the machine slurmd -C sees
 SlurmdParameters=config_overrides
-# tasks found through /proc; no binding: each host's control group is its CPUs already
-ProctrackType=proctrack/linuxproc
+# no binding: each host's control group is its CPUs already
 TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/none
-AccountingStorageType=accounting_storage/none
-JobCompType=jobcomp/filetxt
-JobCompLoc={root}/log/jobcomp.txt
-MpiDefault=none
-SwitchType=switch/none
-SchedulerType=sched/backfill
-SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 # a failed host (cloudhpc cluster fail) is down after this long; back when its slurmd is
-ReturnToService=2
 SlurmdTimeout={SLURMD_TIMEOUT_S}
 # only jobs that ask for it (--requeue) are requeued when a node fails
 JobRequeue=0
-KillWait={local.KILL_WAIT_S}
-FirstJobId={first_job_id}
-InactiveLimit=0
 # more nodes than the cluster has: refused at once (srun, sbatch), not queued for ever
 EnforcePartLimits=ALL
 {nodes}

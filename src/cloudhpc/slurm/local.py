@@ -120,37 +120,21 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def slurm_conf(root: Path, hw: dict[str, str], ports: tuple[int, int], partition: str) -> str:
-    node = hw["NodeName"]
-    shape = " ".join(
-        f"{k}={hw[k]}"
-        for k in ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore")
-        if k in hw
-    )
-    memory = f" RealMemory={hw['RealMemory']}" if "RealMemory" in hw else ""
+def shared_settings(root: Path) -> str:
+    """The slurm.conf lines of every Slurm cloudhpc starts (this one-node Slurm and a cluster's,
+    slurm/cluster.py): munge, root daemons, state and logs under `root`, no accounting."""
     first_job_id = 1_000_000 + secrets.randbelow(50_000_000)
     return f"""\
-# A one-node Slurm private to {root} (cloudhpc.slurm.local): nothing here is the machine's.
 ClusterName=cloudhpc
-SlurmctldHost={node}(127.0.0.1)
-SlurmctldPort={ports[0]}
-SlurmdPort={ports[1]}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket={root}/munge/munge.socket
 StateSaveLocation={root}/state
-SlurmdSpoolDir={root}/spool
 SlurmctldPidFile={root}/run/slurmctld.pid
-SlurmdPidFile={root}/run/slurmd.pid
 SlurmctldLogFile={root}/log/slurmctld.log
-SlurmdLogFile={root}/log/slurmd.log
-# slurmd and srun bind to the node's address alone, 127.0.0.1 (slurmctld to every address)
-CommunicationParameters=NoInAddrAny
-# no cgroups: tasks found through /proc, bound with sched_setaffinity
+# tasks found through /proc, not cgroups
 ProctrackType=proctrack/linuxproc
-TaskPlugin=task/affinity
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/filetxt
@@ -159,7 +143,7 @@ MpiDefault=none
 SwitchType=switch/none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
+# a node that was down is idle again once its slurmd registers
 ReturnToService=2
 KillWait={KILL_WAIT_S}
 # job ids from a random start: MPICH names its shared-memory segment after the job and step
@@ -167,6 +151,32 @@ KillWait={KILL_WAIT_S}
 # another instance running at the same time, would otherwise be found again by job 1, 2, ...
 FirstJobId={first_job_id}
 InactiveLimit=0
+"""
+
+
+def slurm_conf(root: Path, hw: dict[str, str], ports: tuple[int, int], partition: str) -> str:
+    node = hw["NodeName"]
+    shape = " ".join(
+        f"{k}={hw[k]}"
+        for k in ("CPUs", "Boards", "SocketsPerBoard", "CoresPerSocket", "ThreadsPerCore")
+        if k in hw
+    )
+    memory = f" RealMemory={hw['RealMemory']}" if "RealMemory" in hw else ""
+    return f"""\
+# A one-node Slurm private to {root} (cloudhpc.slurm.local): nothing here is the machine's.
+{shared_settings(root)}\
+SlurmctldHost={node}(127.0.0.1)
+SlurmctldPort={ports[0]}
+SlurmdPort={ports[1]}
+AuthInfo=socket={root}/munge/munge.socket
+SlurmdSpoolDir={root}/spool
+SlurmdPidFile={root}/run/slurmd.pid
+SlurmdLogFile={root}/log/slurmd.log
+# slurmd and srun bind to the node's address alone, 127.0.0.1 (slurmctld to every address)
+CommunicationParameters=NoInAddrAny
+# no cgroups: tasks bound with sched_setaffinity
+TaskPlugin=task/affinity
+SelectTypeParameters=CR_Core
 NodeName={node} NodeAddr=127.0.0.1 {shape}{memory} State=UNKNOWN
 PartitionName={partition} Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 """
