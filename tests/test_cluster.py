@@ -468,11 +468,12 @@ def test_half_created_clusters(state, monkeypatch):
     died) is removed whole by `cluster down`."""
     real_add = net.add_host
 
-    def fail_second(c, h):
+    def fail_second(c, h, made):
         if h.index == 1:
-            net.ip("netns", "add", h.namespace)  # half of this host exists
+            net.ip("netns", "add", h.namespace)  # half of this host exists, recorded at once
+            owned.add_namespace(made, h.namespace)
             raise CloudhpcError("injected failure")
-        real_add(c, h)
+        real_add(c, h, made)
 
     monkeypatch.setattr(net, "add_host", fail_second)
     name = f"{TAG}c"
@@ -495,3 +496,56 @@ def test_half_created_clusters(state, monkeypatch):
     assert r.returncode == 0, r.stderr
     assert _ours(name) == (set(), set())
     assert name not in cluster.state.names(state)
+
+
+def _alive(p: subprocess.Popen) -> bool:
+    return p.poll() is None
+
+
+@needs_root
+def test_fail_and_down_touch_only_what_cloudhpc_recorded(state):
+    """Rule 1 (docs/failures.md): namespaces and links are cloudhpc's by the record of the
+    cluster's state directory (their inode, their ifindex), processes in a host's namespace by
+    the cluster's token (hook.TAG_VAR), never by a name. `cluster fail` kills what cloudhpc
+    started on the host, not a process someone else put in its namespace; `down` leaves a
+    namespace named like the cluster's that it did not make, and says so in one line."""
+    name = f"{TAG}o"
+    c = cluster.up(name, 2, [1], [None])
+    h0, h1 = c.hosts
+    theirs = ours = None
+    try:
+        theirs = subprocess.Popen(["ip", "netns", "exec", h0.namespace, "sleep", "300"])
+        ours = subprocess.Popen(
+            hook.host_argv(h0.namespace, h0.name, "exec sleep 301", tag=cluster.state.host_tag(c))
+        )
+        _wait(lambda: {theirs.pid, ours.pid} <= net.namespace_pids(h0.namespace),
+              what="both sleeps in the namespace")  # fmt: skip
+        r = run_cli("cluster", "fail", name, h0.name)
+        assert r.returncode == 0, r.stderr
+        _wait(lambda: not _alive(ours), what="cloudhpc's process to die")
+        assert _alive(theirs)  # someone else's: left alone
+        # host h1's namespace replaced by someone else's of the same name: not cloudhpc's
+        net.ip("netns", "del", h1.namespace)
+        net.ip("netns", "add", h1.namespace)
+        stray = f"chpc-{name}-h7"  # named like the cluster's, never made by it
+        net.ip("netns", "add", stray)
+        r = run_cli("cluster", "down", name)
+        assert r.returncode == 0, r.stderr
+        left = [ln for ln in r.stderr.splitlines() if "left alone" in ln]
+        assert len(left) == 1 and h1.namespace in left[0] and stray in left[0], r.stderr
+        assert h0.namespace not in left[0] and h0.namespace not in net.namespaces()
+        assert {h1.namespace, stray} <= net.namespaces()
+        assert _alive(theirs)
+        # no state at all: nothing is removed by its name alone
+        r = run_cli("cluster", "down", name)
+        assert_one_line_error(r, "left alone")
+        assert stray in r.stderr and {h1.namespace, stray} <= net.namespaces()
+    finally:
+        for p in (theirs, ours):
+            if p is not None and _alive(p):
+                p.kill()
+                p.wait()
+        for ns in (h1.namespace, f"chpc-{name}-h7"):
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+        if name in cluster.state.names(state):
+            cluster.down(name)

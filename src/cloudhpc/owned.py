@@ -93,6 +93,7 @@ class Made:
     whole: bool  # everything in it is cloudhpc's (else only `parts`)
     parts: list[str] = field(default_factory=list)
     processes: dict[str, list] = field(default_factory=dict)  # label -> [pid, start time]
+    kernel: dict[str, list] = field(default_factory=dict)  # "netns NAME"/"link NAME" -> its id
 
 
 def _record_path(token: str) -> Path:
@@ -292,7 +293,7 @@ def end_processes(made: Made, var: str | None = None, rounds: int = 50) -> int:
         pids = set(roots)
         for pid in roots:
             pids |= descendants(pid, table)
-        pids = _alive(pids - {os.getpid()})  # a zombie is over: only its parent can reap it
+        pids = alive(pids - {os.getpid()})  # a zombie is over: only its parent can reap it
         if not pids:
             break
         kill(pids)
@@ -301,7 +302,8 @@ def end_processes(made: Made, var: str | None = None, rounds: int = 50) -> int:
     return len(seen)
 
 
-def _alive(pids: set[int]) -> set[int]:
+def alive(pids: set[int]) -> set[int]:
+    """Those of `pids` that still run (neither gone nor zombies)."""
     return {p for p in pids if _state(p) not in ("Z", None)}
 
 
@@ -438,7 +440,7 @@ def end_group(path: str | os.PathLike, rounds: int = 50) -> int:
     for _ in range(rounds):
         try:
             with open(os.path.join(made.path, "cgroup.procs")) as fh:
-                left = _alive({int(p) for p in fh.read().split()} - {os.getpid()})
+                left = alive({int(p) for p in fh.read().split()} - {os.getpid()})
         except (OSError, ValueError):
             left = set()
         if not left:
@@ -477,3 +479,44 @@ def remove_group(path: str | os.PathLike, timeout: float = 10.0) -> bool:
             time.sleep(0.02)
     _forget(made)
     return True
+
+
+# ---- network namespaces and links -------------------------------------------------------------
+# A network namespace (`ip netns add NAME`: /run/netns/NAME, a bind mount of its nsfs inode) and a
+# link hold no marker either: the record of the directory they were made for (a cluster's state
+# directory) names each with its identity, recorded as soon as it exists: the namespace's device
+# and inode, the link's ifindex (which the kernel does not hand out again). One of that name that
+# is not that one (someone else's, or made again after ours went) is not cloudhpc's.
+NETNS_DIR = "/run/netns"
+
+
+def _netns_id(name: str) -> list[int] | None:
+    try:
+        st = os.stat(os.path.join(NETNS_DIR, name))
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino]
+
+
+def add_namespace(made: Made, name: str) -> None:
+    """Record network namespace `name` (made just now) as cloudhpc's, for `made`."""
+    made.kernel[f"netns {name}"] = _netns_id(name)
+    _save(made)
+
+
+def add_link(made: Made, name: str, ifindex: int) -> None:
+    """Record link `name` (made just now, numbered `ifindex`) as cloudhpc's, for `made`."""
+    made.kernel[f"link {name}"] = [ifindex]
+    _save(made)
+
+
+def namespace_is_ours(made: Made | None, name: str) -> bool:
+    """Whether network namespace `name` is the one recorded for `made`."""
+    recorded = made.kernel.get(f"netns {name}") if made is not None else None
+    return recorded is not None and _netns_id(name) == recorded
+
+
+def link_is_ours(made: Made | None, name: str, ifindex: int | None) -> bool:
+    """Whether link `name`, numbered `ifindex` now, is the one recorded for `made`."""
+    recorded = made.kernel.get(f"link {name}") if made is not None else None
+    return recorded is not None and ifindex is not None and recorded == [ifindex]

@@ -166,10 +166,16 @@ def handle(args: argparse.Namespace) -> int:
         return 0
     if args.action == "down":
         for name in args.names:
-            removed = cluster.down(name)
+            removed, left = cluster.down(name)
             err.print(
                 f"cluster {name} removed ({len(removed)} namespaces and links)", highlight=False
             )
+            if left:
+                err.print(
+                    f"left alone, named like cluster {name}'s but not recorded as cloudhpc's: "
+                    + ", ".join(left),
+                    highlight=False,
+                )
         return 0
     if args.action in ("fail", "heal"):
         from ..cluster import failure

@@ -1,8 +1,10 @@
 """A host that fails as a machine would, and comes back: `cloudhpc cluster fail|heal NAME HOST`.
 
-fail: every process of the host is killed (those in its control groups, which only cloudhpc's
-launcher hook, data services and slurmd join, and those in its network namespace, which
-cloudhpc made; its slurmd, recorded by the cluster's Slurm, with them) and its link is taken
+fail: every process cloudhpc started on the host is killed (those in its control groups, which
+only cloudhpc's launcher hook, data services and slurmd join, and those in its network
+namespace, recorded as made by cloudhpc, that carry the cluster's token (hook.TAG_VAR) and
+the processes below them; its slurmd, recorded by the cluster's Slurm, with them); a process
+someone else put in the namespace is left alone and its link is taken
 down on the bridge's side, so the other hosts and the head cannot reach it. A Slurm over the
 cluster (slurm/cluster.py) hears nothing more from the node and marks it down after its
 SlurmdTimeout; jobs that asked for it (`sbatch --requeue`) are requeued onto the nodes left.
@@ -49,20 +51,18 @@ def fail(name: str, host: str, root: Path | None = None) -> ClusterHost:
             net.ip("link", "set", "dev", h.veth, "down")
             from ..slurm import cluster as slurm_cluster
 
-            held = _shared_memory_of(_namespace_pids(h.namespace))
+            made = owned.find(cluster.state_dir, "cluster")
+            tag = state.host_tag(cluster) if owned.namespace_is_ours(made, h.namespace) else None
+            held = _shared_memory_of(net.started_in(h.namespace, tag))
             slurm_cluster.kill_node(cluster, h)
             for d in cgroup.Hierarchy.detect().dirs(h.name):
                 owned.end_group(d)
-            net.kill_namespace_processes(h.namespace)
+            net.kill_namespace_processes(h.namespace, tag)
             _forget(held)
         return h
 
 
-def _namespace_pids(namespace: str) -> list[int]:
-    return [int(p) for p in net.ip("netns", "pids", namespace, check=False).split() if p.isdigit()]
-
-
-def _shared_memory_of(pids: list[int]) -> set[str]:
+def _shared_memory_of(pids: set[int]) -> set[str]:
     """The /dev/shm files the host's processes map (MPICH's and Open MPI's segments)."""
     found: set[str] = set()
     for pid in pids:

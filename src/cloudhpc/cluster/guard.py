@@ -33,8 +33,8 @@ def main(argv: list[str]) -> int:
             cluster = state.load(name, root)
             if cluster is not None and cluster.owner.get("pid") != owner:
                 return 0  # not the cluster this guard was started for
-            if cluster is None and not any(manage.kernel_objects(name)):
-                return 0  # the owner removed it (the normal end)
+            if cluster is None:
+                return 0  # the owner removed it (the normal end); its state comes first
         manage.down(name, root)
     except CloudhpcError as e:
         print(f"cloudhpc: guard of throwaway cluster {name}: {e}", file=sys.stderr)

@@ -9,8 +9,10 @@ that host: joins the words and runs them with `bash -c` inside the host's networ
 a UTS namespace of its own whose host name is the host's (so MPI_Get_processor_name and the
 run's `nodes` name the emulated host), and in the host's control groups (its CPU share and
 memory, cgroup.py). The proxy keeps this process's environment (as the run's
-token, procs.py) plus CLOUDHPC_HOST / CLOUDHPC_SCRATCH, the host's name and local disk, and
-CLOUDHPC_HOST_MEM, its memory limit in bytes when it has one.
+token, procs.py) plus CLOUDHPC_HOST / CLOUDHPC_SCRATCH, the host's name and local disk,
+CLOUDHPC_HOST_MEM, its memory limit in bytes when it has one, and TAG_VAR=the token of the
+cluster's state directory (owned.py): what every process cloudhpc starts on a host carries, and
+what `cluster fail` and `down` kill by (never a process someone else put in the namespace).
 
 The per-cluster script `STATE/NAME/hook` runs this file by its path (`python -I -S hook.py
 STATE.json ...`): standard library only, no package import, so a proxy starts in ~10 ms.
@@ -22,6 +24,9 @@ import json
 import os
 import sys
 
+TAG_VAR = "CLOUDHPC_CLUSTER_TOKEN"
+MARK = ".cloudhpc-made"  # owned.MARK: this module imports nothing of the package
+
 
 def host_argv(
     namespace: str,
@@ -29,13 +34,15 @@ def host_argv(
     command: str,
     cgroups: list[str] | tuple[str, ...] = (),
     keep_sys: bool = False,
+    tag: str | None = None,
 ) -> list[str]:
     """argv that runs the shell command `command` as host `hostname` (namespace `namespace`),
     inside the host's control groups (the `cgroup.procs` files `cgroups`): a shell writes its
     own PID into each, then becomes `ip netns exec` (which hides /sys/fs/cgroup behind the
     namespace's own /sys), so everything the command starts is in them. keep_sys: enter the
     network namespace alone (nsenter --net), keeping the machine's /sys (slurmd needs
-    /sys/fs/cgroup)."""
+    /sys/fs/cgroup). tag: the cluster's VAR=TOKEN entry (manage.host_tag), put in the
+    command's environment."""
     enter = (
         ["nsenter", f"--net=/run/netns/{namespace}", "--"]
         if keep_sys
@@ -43,6 +50,7 @@ def host_argv(
     )
     argv = [
         *enter,
+        *(["env", tag] if tag else []),
         "unshare",
         "--uts",
         "bash",
@@ -95,6 +103,11 @@ def main(argv: list[str]) -> int:
     os.environ["CLOUDHPC_SCRATCH"] = h["scratch"]
     if h.get("mem_bytes"):  # the host's memory: what its ranks may count on (memory.py)
         os.environ["CLOUDHPC_HOST_MEM"] = str(h["mem_bytes"])
+    try:  # the cluster's token, from its state directory's marker (owned.py)
+        with open(os.path.join(os.path.dirname(state_file), MARK)) as fh:
+            os.environ[TAG_VAR] = fh.read().strip()
+    except OSError:
+        pass
     argv_ = host_argv(h["name"], host, command)
     try:
         join_cgroups(h.get("cgroups") or ())

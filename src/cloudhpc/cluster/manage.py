@@ -188,16 +188,16 @@ def _create(cluster: Cluster) -> Cluster:
         owned.add_part(made, *parts)
         state.save(cluster)  # the name is taken, and down knows where to look
     with signals.held():
-        number = net.claim_bridge(cluster.name)
+        number = net.claim_bridge(cluster.name, made)
         cluster = cluster.with_number(number)
         state.save(cluster)
     with signals.held():
-        net.setup_bridge(cluster)
+        net.setup_bridge(cluster, made)
     hosts = []
     for host in cluster.hosts:
         with signals.held():
             owned.make_dir("cluster-scratch", path=host.scratch, owner=None)
-            net.add_host(cluster, host)
+            net.add_host(cluster, host, made)
             # its control groups, before any of its processes starts
             hosts.append(replace(host, cgroups=tuple(cgroup.create(host.name, host.limits))))
     cluster = replace(cluster, hosts=tuple(hosts))
@@ -227,24 +227,37 @@ def _write_hook(cluster: Cluster) -> None:
     os.chmod(cluster.hook, mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
 
 
-def down(name: str, root: Path | None = None) -> list[str]:
-    """Remove cluster `name`, whole or half-created: its namespaces (and every process still in
-    them), links, qdiscs, scratch directories and state. Returns the kernel objects removed."""
+def down(name: str, root: Path | None = None) -> tuple[list[str], list[str]]:
+    """Remove cluster `name`, whole or half-created: its namespaces (and the processes cloudhpc
+    started in them), links, qdiscs, control groups, scratch directories and state, each only
+    if recorded as made by cloudhpc (owned.py). Returns (what was removed, what is named like
+    the cluster's and was left alone, not proved cloudhpc's)."""
     net.require_root()
     check_name(name)
     with state.locked(root) as root:
         cluster = state.load(name, root)
-        leftovers = kernel_objects(name)
-        if cluster is None and not any(leftovers):
-            raise CloudhpcError(f"no cluster {name} (cloudhpc cluster status lists them)")
+        if cluster is None:
+            ns, links, groups = kernel_objects(name)
+            found = [*ns, *links, *(f"cgroup {g}" for g in groups)]
+            if not found:
+                raise CloudhpcError(f"no cluster {name} (cloudhpc cluster status lists them)")
+            raise CloudhpcError(
+                f"no cluster {name} of cloudhpc's; left alone, as nothing records them as "
+                f"cloudhpc's: {_some(found)}"
+            )
         with signals.held():
-            removed = _teardown(cluster, name)
-        if cluster is not None and os.path.lexists(cluster.state_dir):
+            removed, left = _teardown(cluster)
+        if os.path.lexists(cluster.state_dir):
             raise CloudhpcError(
                 f"cluster {name}'s state directory {cluster.state_dir} was not made by cloudhpc "
                 "(or not by this version): its files are left as they are"
             )
-        return removed
+        return removed, left
+
+
+def _some(names: Sequence[str], shown: int = 3) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def discard(name: str, root: Path | None = None) -> None:
@@ -266,34 +279,38 @@ def kernel_objects(name: str) -> tuple[list[str], list[str], list[str]]:
     return ns, links, groups
 
 
-def _teardown(cluster: Cluster | None, name: str | None = None) -> list[str]:
-    name = cluster.name if cluster is not None else name
-    ns, links, groups = kernel_objects(name)
-    if cluster is not None:
-        ns = sorted({*ns, *cluster.namespaces})
-        # veths before the bridge
-        links = [*(h.veth for h in cluster.hosts if h.veth), cluster.head_veth, *links]
-        links = [link for link in links if link]
-        if cluster.bridge:
-            links.append(cluster.bridge)
-        links = list(dict.fromkeys(links))
+def _teardown(cluster: Cluster) -> tuple[list[str], list[str]]:
+    """Remove what cloudhpc made for `cluster` (its state directory's record names the
+    namespaces and links, with their identities; control groups have records of their own).
+    Returns (removed, left alone: named like the cluster's, not proved cloudhpc's)."""
+    made = owned.find(cluster.state_dir, "cluster")
+    ns, links, groups = kernel_objects(cluster.name)
+    ns = sorted({*ns, *cluster.namespaces})
+    # veths before the bridge
+    links = [*(h.veth for h in cluster.hosts if h.veth), cluster.head_veth, *links]
+    links = [link for link in links if link]
+    if cluster.bridge:
+        links.append(cluster.bridge)
+    links = list(dict.fromkeys(links))
     removed = []
-    if cluster is not None:
-        from ..slurm import cluster as slurm_cluster
+    from ..slurm import cluster as slurm_cluster
 
-        if slurm_cluster.stop(cluster):  # its Slurm first, while its head still answers
-            removed.append("slurm")
-    removed += net.remove(ns, links)
-    if cluster is not None:
-        groups = sorted({*groups, *(h.name for h in cluster.hosts if h.cgroups)})
+    if slurm_cluster.stop(cluster):  # its Slurm first, while its head still answers
+        removed.append("slurm")
+    tag = state.host_tag(cluster)
+    gone, left = net.remove(made, ns, links, tag)
+    removed += gone
+    groups = sorted({*groups, *(h.name for h in cluster.hosts if h.cgroups)})
     for g in groups:  # after the namespaces: their processes are gone, or killed here
         if cgroup.remove(g):
             removed.append(f"cgroup {g}")
-    if cluster is not None:  # what it made, proved (owned.py): never a directory it found there
-        for h in cluster.hosts:
-            owned.remove_dir(h.scratch)
-        owned.remove_dir(cluster.state_dir)
-    return removed
+        elif cgroup.exists(g):
+            left.append(f"cgroup {g}")
+    # what it made, proved (owned.py): never a directory it found there
+    for h in cluster.hosts:
+        owned.remove_dir(h.scratch)
+    owned.remove_dir(cluster.state_dir)
+    return removed, left
 
 
 def _reap_orphans(root: Path) -> None:

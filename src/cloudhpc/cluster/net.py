@@ -6,12 +6,13 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Iterable
 
+from .. import owned
 from ..errors import CloudhpcError
+from ..procs import descendants, kill, parent_pids, tagged
 from .model import IFACE, MAX_CLUSTERS, Cluster, ClusterHost, bridge_name, link_alias, subnet_of
 from .rates import format_rate, tbf_args
 
@@ -57,13 +58,27 @@ def namespaces() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
+def _link_data() -> list[dict]:
+    try:
+        return json.loads(ip("-j", "link", "show") or "[]")
+    except ValueError:
+        return []
+
+
 def links() -> dict[str, str]:
     """Root-namespace link name -> its alias ("" when it has none)."""
-    try:
-        data = json.loads(ip("-j", "link", "show") or "[]")
-    except ValueError:
-        return {}
-    return {d["ifname"]: d.get("ifalias", "") for d in data}
+    return {d["ifname"]: d.get("ifalias", "") for d in _link_data()}
+
+
+def link_indexes() -> dict[str, int]:
+    """Root-namespace link name -> its ifindex (what proves a link the one made: owned.py)."""
+    return {d["ifname"]: d["ifindex"] for d in _link_data() if "ifindex" in d}
+
+
+def _record_link(made: owned.Made, name: str) -> None:
+    index = link_indexes().get(name)
+    if index is not None:
+        owned.add_link(made, name, index)
 
 
 def used_networks() -> list[ipaddress.IPv4Network]:
@@ -82,7 +97,7 @@ def used_networks() -> list[ipaddress.IPv4Network]:
     return nets
 
 
-def claim_bridge(name: str) -> int:
+def claim_bridge(name: str, made: owned.Made) -> int:
     """Create the cluster's bridge under the first free number whose subnet no interface or
     route of this machine overlaps. `ip link add` fails if the name exists, so two processes
     never claim the same number (or subnet)."""
@@ -98,29 +113,35 @@ def claim_bridge(name: str) -> int:
             if "exists" in str(e):
                 continue  # another cluster took it a moment ago
             raise
+        _record_link(made, br)
         ip("link", "set", "dev", br, "alias", link_alias(name))
         return number
     raise CloudhpcError(f"no free subnet for a cluster in 10.224.0.0/12 ({MAX_CLUSTERS} in use)")
 
 
-def setup_bridge(cluster: Cluster) -> None:
+def setup_bridge(cluster: Cluster, made: owned.Made) -> None:
     """The bridge (no address: the machine's namespace gets none of the cluster's) and the head
     node, the namespace where mpiexec runs, linked to it uncapped."""
     ip_batch(
         [f"link set dev {cluster.bridge} mtu {cluster.mtu}", f"link set dev {cluster.bridge} up"]
     )
-    _link_namespace(cluster, cluster.head, cluster.head_veth, cluster.gateway)
+    _link_namespace(cluster, made, cluster.head, cluster.head_veth, cluster.gateway)
 
 
-def _link_namespace(cluster: Cluster, namespace: str, veth: str, address: str) -> None:
+def _link_namespace(
+    cluster: Cluster, made: owned.Made, namespace: str, veth: str, address: str
+) -> None:
     """A namespace with its end of a veth pair (chpc0, its address) and the other end on the
-    bridge."""
+    bridge, each recorded in `made` (the cluster's state directory) as soon as it exists."""
     prefix = subnet_of(cluster.number).prefixlen
     mtu = cluster.mtu
     ip("netns", "add", namespace)
+    owned.add_namespace(made, namespace)
+    ip("link", "add", veth, "mtu", str(mtu), "type", "veth", "peer", "name", IFACE, "mtu",
+       str(mtu), "netns", namespace)  # fmt: skip
+    _record_link(made, veth)
     ip_batch(
         [
-            f"link add {veth} mtu {mtu} type veth peer name {IFACE} mtu {mtu} netns {namespace}",
             f'link set dev {veth} alias "{link_alias(cluster.name)}"',
             f"link set dev {veth} master {cluster.bridge} up",
         ]
@@ -135,9 +156,9 @@ def _link_namespace(cluster: Cluster, namespace: str, veth: str, address: str) -
     )
 
 
-def add_host(cluster: Cluster, host: ClusterHost) -> None:
+def add_host(cluster: Cluster, host: ClusterHost, made: owned.Made) -> None:
     """The namespace, its link to the bridge, its address, and the caps on both ends."""
-    _link_namespace(cluster, host.namespace, host.veth, host.address)
+    _link_namespace(cluster, made, host.namespace, host.veth, host.address)
     set_rate(cluster, host)
 
 
@@ -176,36 +197,68 @@ def qdisc_rate(dev: str, netns: str | None = None) -> str | None:
 
 
 # ---- removal ----------------------------------------------------------------------------------
-def kill_namespace_processes(namespace: str) -> None:
-    """Nothing may keep a namespace (and with it the link inside) alive after it is deleted."""
+def namespace_pids(namespace: str) -> set[int]:
+    return {int(p) for p in ip("netns", "pids", namespace, check=False).split() if p.isdigit()}
+
+
+def started_in(namespace: str, tag: str | None) -> set[int]:
+    """The processes in `namespace` that cloudhpc started there: those carrying `tag` (the
+    cluster's VAR=TOKEN, which every process it starts on a host carries: hook.host_argv) and
+    every process below them. Never one someone else put in the namespace."""
+    if not tag:
+        return set()
+    inside = namespace_pids(namespace)
+    roots = inside & tagged(tag)
+    table = parent_pids()
+    found = set(roots)
+    for pid in roots:
+        found |= descendants(pid, table)
+    return found - {os.getpid()}
+
+
+def kill_namespace_processes(namespace: str, tag: str | None) -> int:
+    """SIGKILL what cloudhpc started in `namespace` (started_in), again until none is left;
+    returns how many were signalled."""
+    seen: set[int] = set()
     for _ in range(20):
-        pids = [int(p) for p in ip("netns", "pids", namespace, check=False).split() if p.isdigit()]
+        pids = owned.alive(started_in(namespace, tag))
         if not pids:
-            return
-        for pid in pids:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+            break
+        kill(pids)
+        seen |= pids
         time.sleep(0.02)
+    return len(seen)
 
 
-def remove(names_ns: Iterable[str], names_links: Iterable[str]) -> list[str]:
-    """Delete the namespaces and links that exist of those named; returns what was removed.
+def remove(
+    made: owned.Made | None,
+    names_ns: Iterable[str],
+    names_links: Iterable[str],
+    tag: str | None = None,
+) -> tuple[list[str], list[str]]:
+    """Delete the namespaces and links of those named that `made` records as cloudhpc's (and
+    the processes cloudhpc started in them); returns (removed, left alone: not proved ours).
 
     Links first: deleting a veth's root end removes its peer at once, where deleting the
     namespace alone leaves the kernel to reap the pair a little later."""
-    removed = []
+    removed: list[str] = []
+    left: list[str] = []
     existing_ns = namespaces()
-    ns_list = [n for n in names_ns if n in existing_ns]
+    ns_list = []
+    for ns in dict.fromkeys(n for n in names_ns if n in existing_ns):
+        (ns_list if owned.namespace_is_ours(made, ns) else left).append(ns)
     for ns in ns_list:
-        kill_namespace_processes(ns)
-    existing_links = links()
-    for link in names_links:
-        if link in existing_links:
+        kill_namespace_processes(ns, tag)
+    indexes = link_indexes()
+    for link in dict.fromkeys(names_links):
+        if link not in indexes:
+            continue
+        if owned.link_is_ours(made, link, indexes[link]):
             ip("link", "del", link, check=False)
             removed.append(link)
+        else:
+            left.append(link)
     for ns in ns_list:
         ip("netns", "del", ns, check=False)
         removed.append(ns)
-    return removed
+    return removed, left

@@ -24,8 +24,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from .. import owned
 from ..atomic import write_text
 from ..errors import CloudhpcError
+from .hook import TAG_VAR
 from .model import Cluster, check_name
 
 ENV_VAR = "CLOUDHPC_CLUSTERS"
@@ -96,3 +98,10 @@ def all_clusters(root: Path | None = None) -> list[Cluster]:
         if c is not None:
             found.append(c)
     return found
+
+
+def host_tag(cluster: Cluster) -> str | None:
+    """The VAR=TOKEN entry every process cloudhpc starts on the cluster's hosts carries (the
+    token of its state directory, owned.py), or None if that directory is not proved ours."""
+    made = owned.find(cluster.state_dir, "cluster")
+    return owned.token_entry(made, TAG_VAR) if made is not None else None

@@ -44,6 +44,7 @@ from pathlib import Path
 from ..atomic import write_text
 from ..cluster.hook import host_argv
 from ..cluster.model import Cluster, ClusterHost
+from ..cluster.state import host_tag
 from ..errors import CloudhpcError
 from ..owned import Made, add_part, find, live_processes, make_dir
 from ..procs import descendants, kill, parent_pids
@@ -173,21 +174,25 @@ def _start(made: Made, cluster: Cluster, partition: str, timeout: float) -> Clus
     (root / "slurm.conf").write_text(slurm_conf(root, cluster, partition))
     slurm = ClusterSlurm(root, cluster.name, cluster.head)
     conf = shlex.quote(str(slurm.conf))
-    argv = host_argv(cluster.head, cluster.head, f"exec slurmctld -f {conf}", keep_sys=True)
+    tag = host_tag(cluster)
+    argv = host_argv(
+        cluster.head, cluster.head, f"exec slurmctld -f {conf}", keep_sys=True, tag=tag
+    )
     _daemon(made, argv, "slurmctld")
     for h in cluster.hosts:
-        start_slurmd(made, h)
+        start_slurmd(made, h, tag)
     wait_idle(slurm, len(cluster.hosts), timeout)
     return slurm
 
 
-def start_slurmd(made: Made, host: ClusterHost) -> None:
-    """The host's slurmd: in its namespace, as its host name, in its control groups."""
+def start_slurmd(made: Made, host: ClusterHost, tag: str | None) -> None:
+    """The host's slurmd: in its namespace, as its host name, in its control groups, carrying
+    the cluster's token (`tag`, cluster.manage.host_tag)."""
     conf = shlex.quote(os.path.join(made.path, "slurm.conf"))
     node = shlex.quote(host.name)
     command = f"exec slurmd -f {conf} -N {node}"
     # nsenter --net, not ip netns exec: slurmd needs /sys/fs/cgroup, which the latter hides
-    argv = host_argv(host.namespace, host.name, command, host.cgroups, keep_sys=True)
+    argv = host_argv(host.namespace, host.name, command, host.cgroups, keep_sys=True, tag=tag)
     _daemon(made, argv, f"slurmd-{host.name}")
 
 
@@ -276,4 +281,4 @@ def restart_node(cluster: Cluster, host: ClusterHost) -> None:
     made = find_instance(cluster)
     if made is None or f"slurmd-{host.name}" in live_processes(made):
         return
-    start_slurmd(made, host)
+    start_slurmd(made, host, host_tag(cluster))

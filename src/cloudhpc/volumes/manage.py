@@ -46,6 +46,7 @@ from ..cluster import state
 from ..cluster.hook import host_argv
 from ..cluster.manage import check_ready, cluster_of_hosts
 from ..cluster.model import Cluster, ClusterHost
+from ..cluster.state import host_tag
 from ..errors import CloudhpcError
 from ..job import Host
 from ..paths import check_input_file
@@ -252,7 +253,7 @@ def start_services(cluster: Cluster, hosts: Sequence[ClusterHost]) -> list[Clust
         )
         with open(root / ".dataserve.log", "ab") as log:
             subprocess.Popen(
-                host_argv(h.namespace, h.name, command, h.cgroups),
+                host_argv(h.namespace, h.name, command, h.cgroups, tag=host_tag(cluster)),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
