@@ -349,3 +349,20 @@ def test_mtbf_adds_the_expected_time_with_failures(files, tmp_path):
     code, _, err = cli_in_process(_advise(results, model_path, "--platform", "lab", "--nodes",
                                           "1", "--checkpoint-cost", "1"), tmp_path)  # fmt: skip
     assert code == 2 and "is for --mtbf" in err
+
+
+def test_predict_and_advise_share_one_declaration_of_their_options():
+    """--model, --size, --platform, the failure costs and --prices: one declaration
+    (cli/whatif_options.py) for both commands: the same help, the same one-line refusal."""
+    from cloudhpc.cli.whatif_options import FAILURE_COSTS, MODEL, PRICES
+
+    helps = [run_cli(cmd, "--help").stdout.split() for cmd in ("predict", "advise")]
+    for p in (*MODEL.without("platform"), *FAILURE_COSTS.without("run"), *PRICES):
+        words = p.help.split()[:6]
+        for h in helps:
+            assert any(h[i : i + 6] == words for i in range(len(h))), (p.name, words)
+    for cmd in (["predict", "-n", "2", "--platform", "x.json"], ["advise", "--nodes", "1",
+                "--platform", "x.json"]):  # fmt: skip
+        r = run_cli(*cmd, "--model", "m.json", "--size", "class=A", "--checkpoint-cost", "-1")
+        assert r.returncode == 2
+        assert_one_line_error(r, "checkpoint_cost must be a number >= 0")

@@ -16,6 +16,14 @@ from ..text import count
 from .common import command_line
 from .parser import add_subparser
 from .ui import err, out, print_table
+from .whatif_options import FAILURE_COSTS, MODEL, PRICES, add, read
+
+# predict's model options, every one given here: a model and one or more platforms
+_MODEL = MODEL.replaced("model", required=True).replaced(
+    "platform", repeat=True, required=True,
+    help="a platform measured once (`cloudhpc platform measure`), a file or a name in "
+    "--results/platforms; once per platform",
+)  # fmt: skip
 
 DESCRIPTION = """\
 Which platform, instance type and node count run a workload soonest and cheapest. The time
@@ -47,21 +55,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     p = add_subparser(subparsers, "advise", "the cheapest and fastest platform, instance type "
                       "and node count for a workload (time, $, Pareto front)",
                       DESCRIPTION)  # fmt: skip
-    p.add_argument(
-        "--model", required=True, metavar="MODEL.json", help="a scaling model (cloudhpc model fit)"
-    )
-    p.add_argument(
-        "--size",
-        metavar="KEY=VALUE",
-        help="the problem size, as the parameter that varied (class=B, n=1000000)",
-    )
-    p.add_argument(
-        "--platform",
-        action="append",
-        required=True,
-        metavar="FILE",
-        help="a platform file or a name in RESULTS/platforms; once per platform",
-    )
+    add(_MODEL, p)
     p.add_argument(
         "--instance",
         action="append",
@@ -93,18 +87,8 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         "nodes fails N times as often. Adds each option's expected time and $ with failures, "
         "at Daly's optimum checkpoint interval (or without checkpoints when they do not pay)",
     )
-    f.add_argument(
-        "--run",
-        metavar="RECORD",
-        help="the run (a record id or prefix, or `last`) whose checkpoint and restart costs are "
-        "used (a run with --checkpoint-every)",
-    )
-    f.add_argument("--checkpoint-cost", type=float, metavar="SEC",
-                   help="seconds one checkpoint costs (default: measured in --run)")  # fmt: skip
-    f.add_argument("--restart-cost", type=float, metavar="SEC",
-                   help="seconds from a failure to work again (default: --run's, "
-                   "else 0)")  # fmt: skip
-    p.add_argument("--prices", metavar="FILE", help="a price table of your own (CSV)")
+    add(FAILURE_COSTS, p, f)
+    add(PRICES, p)
     p.add_argument(
         "--results",
         default=DEFAULT_RESULTS,
@@ -126,6 +110,7 @@ def handle(args: argparse.Namespace) -> int:
     from ..analysis.advise import advise_files
     from ..paths import check_input_file
 
+    read(args, _MODEL, FAILURE_COSTS, PRICES)
     if args.prices:
         check_input_file(args.prices, "--prices")
     deadline = parse_duration(args.deadline) if args.deadline is not None else None

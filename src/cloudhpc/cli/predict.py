@@ -18,6 +18,13 @@ from ..text import count
 from .common import command_line
 from .parser import add_subparser
 from .ui import ProgressMonitor, err, out, print_table
+from .whatif_options import FAILURE_COSTS, MODEL, PRICES, add, read
+
+# the failure options' --run has a default here: the newest run with checkpoints
+_FAILURE_COSTS = FAILURE_COSTS.replaced(
+    "run", help="the run whose checkpoint cost, restart cost and step time are used (a record "
+    "id or prefix, or `last`; default without --profile: the newest run with checkpoints)",
+)  # fmt: skip
 
 EXAMPLES = """\
 examples:
@@ -55,18 +62,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         help="the profile: a record id in --results (a unique prefix of one, or `last`), its "
         ".files directory or its record or its profile.json; predicted at its own P and size",
     )
-    src.add_argument(
-        "--model",
-        metavar="MODEL.json",
-        help="a scaling model (`cloudhpc model fit`): predicted at --size and -n, which may be "
-        "a P and problem size never run",
-    )
-    src.add_argument(
-        "--size",
-        metavar="KEY=VALUE",
-        help="with --model: the problem size, as the parameter that varied between its "
-        "profiles (class=A for NPB, n=1000000 for k-means)",
-    )
+    add(MODEL.without("platform"), p, src)
     t = p.add_argument_group("target")
     t.add_argument(
         "--env",
@@ -77,12 +73,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     t.add_argument(
         "--hosts", metavar="FILE", help="the target's hosts file (an emulated cluster's, or ssh)"
     )
-    t.add_argument(
-        "--platform",
-        metavar="FILE",
-        help="with --model: a platform measured once (`cloudhpc platform measure`), a file or a "
-        "name in --results/platforms: nothing is measured",
-    )
+    add(MODEL.without("model", "size"), p, t)
     t.add_argument(
         "-n",
         "--np",
@@ -115,16 +106,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         metavar="PER_HOUR",
         help="interruptions per hour instead of --mtbf (a spot market's: 0.5 is one every 2 h)",
     )
-    f.add_argument(
-        "--run",
-        metavar="RECORD",
-        help="the run whose checkpoint cost, restart cost and step time are used (a record id "
-        "or prefix, or `last`; default without --profile: the newest run with checkpoints)",
-    )
-    f.add_argument("--checkpoint-cost", type=float, metavar="SEC",
-                   help="seconds one checkpoint costs (default: measured in --run)")  # fmt: skip
-    f.add_argument("--restart-cost", type=float, metavar="SEC",
-                   help="seconds from a failure to work again (default: --run's)")  # fmt: skip
+    add(_FAILURE_COSTS, p, f)
     f.add_argument(
         "--price-per-hour",
         type=float,
@@ -134,7 +116,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
     c = p.add_argument_group("cost")
     c.add_argument("--instance", metavar="TYPE", help="cloud instance type (the price table)")
     c.add_argument("--nodes", type=int, metavar="N", help="instances (with --instance)")
-    c.add_argument("--prices", metavar="FILE", help="a price table of your own (CSV)")
+    add(PRICES, p, c)
     o = p.add_argument_group("output")
     o.add_argument(
         "--results",
@@ -150,6 +132,7 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
 
 # ---- the command -------------------------------------------------------------------------
 def _check_args(args: argparse.Namespace) -> None:
+    read(args, MODEL, _FAILURE_COSTS, PRICES)
     failures = args.mtbf is not None or args.interruption_rate is not None
     if args.profile is not None and args.model is not None:
         raise CloudhpcError("give what to predict: --profile PROFILE or --model MODEL.json")
