@@ -413,3 +413,20 @@ def test_repeated_profiles_of_a_point_fit_on_its_fastest_run():
     assert any("profiled once" in n for n in clean.notes)
     slowed = fit_model([o for o in obs if o.id.endswith("slow")], search="pairs")
     assert slowed.roles["rank 0"].compute_s.formula() != clean.roles["rank 0"].compute_s.formula()
+
+
+def test_cpu_time_fit_scales_the_waiting_by_the_share_too():
+    """A rank on a core 40 % of its time also waited 1 / 0.4 as long for its peers: fitted on
+    CPU time, the waiting per call beyond the transfer shrinks by the same share."""
+    from cloudhpc.analysis.profile_points import apply_source_curves
+
+    prof, rec = make_profile(2, "W")
+    wall = observe(prof, rec)
+    for rp in prof.ranks:
+        rp.cpu_s = 0.4 * rp.total_s
+    cpu = observe(prof, rec, cpu_time=True)
+    apply_source_curves([wall, cpu], {2: linear_curves(2)})
+    waited = {k: s.rest_s for k, s in wall.roles["other ranks"].sites.items() if s.rest_s > 0}
+    assert waited  # the Allreduce: 0.18 ms per call against a ~10 us transfer
+    for k, rest in waited.items():
+        assert cpu.roles["other ranks"].sites[k].rest_s == pytest.approx(0.4 * rest)

@@ -68,6 +68,7 @@ class SiteObs:
 class RoleObs:
     compute_s: float
     sites: dict[str, SiteObs] = field(default_factory=dict)  # by key "call@where"
+    share: float = 1.0  # its ranks' mean share of time on a core (1 unless fitted on CPU time)
 
 
 @dataclass
@@ -236,7 +237,7 @@ def _role(ranks: list[int], by_rank: dict, region: float, startup: float,
         t = max(s.time_s for s in have)
         per_call = sum(s.time_s for s in have) / calls
         sites[k] = SiteObs(have[0].call, have[0].where, count, b, m, t, per_call)
-    return RoleObs(compute, sites)
+    return RoleObs(compute, sites, sum(share[r] for r in ranks) / n)
 
 
 # ---- repeats: several profiles at one point -----------------------------------------------
@@ -275,7 +276,8 @@ def _merged(same: list[Observation]) -> Observation:
                 per_call_s=statistics.median(s.per_call_s for s in seen),
                 rest_s=statistics.median(rests) if len(rests) == len(seen) else None,
             )
-        roles[name] = RoleObs(min(r.compute_s for r in have), sites)
+        roles[name] = RoleObs(min(r.compute_s for r in have), sites,
+                              statistics.median(r.share for r in have))  # fmt: skip
     return replace(
         same[0],
         id="+".join(o.id for o in same),
@@ -337,7 +339,9 @@ def apply_source_curves(obs: list[Observation], curves: dict[int, Curves]) -> No
     """Each site's time per call beyond its transfer on the profiles' own curves at its P (0 at
     least): the waiting and overhead that carries over to a target, as `predict --profile`
     carries it. Waits of nonblocking messages: beyond their share of the role's deferred
-    transfer. Point-to-point at P = 1 transfers nothing."""
+    transfer. Point-to-point at P = 1 transfers nothing. Observed on CPU time (`observe(...,
+    cpu_time=True)`), the waiting is scaled by the role's share of time on a core, as its
+    compute is."""
     for o in obs:
         c = curves.get(o.nprocs)
         if c is None:
@@ -361,6 +365,11 @@ def apply_source_curves(obs: list[Observation], curves: dict[int, Curves]) -> No
             for w in waits:
                 share = shared * w.count / calls
                 w.rest_s = max(w.per_call_s - share / w.count, 0.0) if w.count else 0.0
+            # fitted on CPU time: a rank waits for peers that were off their cores as long
+            # as it computed off its own; on cores of their own both shrink by the share
+            for s in ro.sites.values():
+                if s.rest_s is not None:
+                    s.rest_s *= ro.share
 
 
 def _source_transfer(c: Curves, s: SiteObs, p: int) -> float:
