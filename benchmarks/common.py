@@ -237,3 +237,31 @@ def _fmt(v) -> str:
     if isinstance(v, float):
         return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
     return str(v)
+
+
+def error_summary(cells: list[dict], name) -> dict:
+    """The accuracy of predicted cells (each with "error" = (predicted - measured) / measured):
+    median and worst |error|, the worst cell (`name(cell)`), how many within 15 % and 30 %
+    (predict_accuracy.py and predict_scale.py: issue 33's goal, median <= 15 %, worst <= 30 %)."""
+    import statistics
+
+    errors = [abs(c["error"]) for c in cells]
+    worst = max(cells, key=lambda c: abs(c["error"]))
+    return {
+        "median_abs_error": statistics.median(errors),
+        "worst_abs_error": max(errors),
+        "worst_cell": name(worst),
+        "cells": len(cells),
+        "within_15pct": sum(e <= 0.15 for e in errors),
+        "within_30pct": sum(e <= 0.30 for e in errors),
+    }
+
+
+def error_headline(summary: dict, extra: str = "") -> str:
+    """The summary in one sentence for the Markdown (`extra` before the goal)."""
+    return (
+        f"Median |error| **{summary['median_abs_error']:.1%}**, worst "
+        f"**{summary['worst_abs_error']:.1%}** ({summary['worst_cell']}); "
+        f"{summary['within_15pct']} of {summary['cells']} cells within 15 %, "
+        f"{summary['within_30pct']} within 30 %{extra} (goal: median <= 15 %, worst <= 30 %)."
+    )

@@ -33,6 +33,8 @@ import tempfile
 
 from common import (
     cli_record,
+    error_headline,
+    error_summary,
     load_note,
     machine,
     parse_args,
@@ -276,17 +278,7 @@ def main() -> None:
     finally:
         shutil.rmtree(state, ignore_errors=True)
     cells = summarise(rows, list(apps), targets)
-    errors = [abs(c["error"]) for c in cells]
-    summary = {
-        "median_abs_error": statistics.median(errors),
-        "worst_abs_error": max(errors),
-        "worst_cell": max(cells, key=lambda c: abs(c["error"]))["workload"]
-        + " on "
-        + max(cells, key=lambda c: abs(c["error"]))["target"],
-        "cells": len(cells),
-        "within_15pct": sum(e <= 0.15 for e in errors),
-        "within_30pct": sum(e <= 0.30 for e in errors),
-    }
+    summary = error_summary(cells, lambda c: f"{c['workload']} on {c['target']}")
     write_json(
         "predict_accuracy",
         {
@@ -298,12 +290,7 @@ def main() -> None:
             "runs": rows,
         },
     )
-    headline = (
-        f"Median |error| **{summary['median_abs_error']:.1%}**, worst "
-        f"**{summary['worst_abs_error']:.1%}** ({summary['worst_cell']}); "
-        f"{summary['within_15pct']} of {len(cells)} cells within 15 %, "
-        f"{summary['within_30pct']} within 30 % (goal: median <= 15 %, worst <= 30 %)."
-    )
+    headline = error_headline(summary)
     notes = [
         f"Machine: {start}. Load average (1 min) {load_start:.2f} before the first run, "
         f"{os.getloadavg()[0]:.2f} after the last.",
