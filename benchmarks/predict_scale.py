@@ -26,7 +26,12 @@ speedup each predicts from P = 2: cloudhpc's (T(2) - start-up) / (T(P') - start-
 SMPI's T(2) / T(P') of the kernel's timer. Class B for IS (its iterations match A's), class A
 for CG, FT, MG (their class B runs more iterations, which a model fitted on S, W refuses).
 
-Run:  .venv/bin/python benchmarks/predict_scale.py [--repeat 3] [--out DIR | --save]
+Each point is profiled --per-point times (default 3; `model fit` takes each point's fastest
+run) and --rounds F makes F independent fits (each profiles every point again), so that the
+table shows whether the error holds across fits, not for one lucky one.
+
+Run:  .venv/bin/python benchmarks/predict_scale.py --save --rounds 5   # the figures of record
+      .venv/bin/python benchmarks/predict_scale.py [--repeat 3] [--out DIR | --save]
       .venv/bin/python benchmarks/predict_scale.py --quick    # IS S,W -> A native; SMPI at A
       .venv/bin/python benchmarks/predict_scale.py --no-smpi  # the measured part alone
 Writes predict_scale.{json,md,png} (and predict_scale_smpi.md); --save also its section of
