@@ -242,6 +242,8 @@ def main() -> None:
         for kind in kinds:
             print(f"{kind}: {n:,} vertices, {m:,} edges", flush=True)
             g = Graph(kind, n, m)
+            # scipy's CSR merges parallel edges (one nonzero, value 2): fewer gathers than edges
+            facts[f"{kind} graph"] = {"scipy_nonzeros_per_edge": g.at.nnz / m}
             ref_pr, _ = pagerank_scipy(g.at, g.degree, n, DAMPING, ITERATIONS, 0.0)
             ref_cc = components_reference(g.src, g.dst, g.w, n, {})
             ref_sp = sssp_reference(g.src, g.dst, g.w, n, {"directed": True, "source": g.source})
@@ -442,6 +444,7 @@ def tables(kinds, med, times, m, small_m, facts) -> tuple[list[list], dict]:
             / med[(kind, "small: pagerank cloudhpc P=2")],
             "pagerank P=2 placement": facts[f"{kind} pagerank P=2"]["placement"],
             "pagerank P=2 edge imbalance": facts[f"{kind} pagerank P=2"]["edge_imbalance"],
+            "scipy nonzeros per edge": facts[f"{kind} graph"]["scipy_nonzeros_per_edge"],
         }  # fmt: skip
         for p in (1, 2):
             f = facts[f"{kind} pagerank P={p}"]
@@ -473,6 +476,8 @@ def why(kind: str, key: str, r: dict) -> str:
         return (
             f"P=1 per iteration: compute {ms('pagerank P=1 compute ms/iteration')} + "
             f"communicate {ms('pagerank P=1 exchange ms/iteration')} (combining the inbox); "
+            f"scipy's matrix has {r['scipy nonzeros per edge']:.3f} nonzeros per edge (parallel "
+            f"edges merged; cloudhpc gathers once per edge); "
             f"GraphBLAS 1t / scipy {r['GraphBLAS 1t / scipy']:.2f}"
         )
     if key.startswith("P=1 / P=2"):
@@ -508,7 +513,7 @@ def targets_table(ratios: dict) -> tuple[list[str], list[list]]:
             mark = "met" if ok else "**missed**"
             rows.append([kind, key, f"{r[key]:.2f}", f"{sign} {target}", mark,
                          "" if ok else why(kind, key, r)])  # fmt: skip
-    return ["graph", "target", "measured", "target", "", "measured reason (when missed)"], rows
+    return ["graph", "ratio", "measured", "target", "", "measured reason (when missed)"], rows
 
 
 def results_section(ratios: dict, notes: list[str]) -> str:

@@ -105,3 +105,18 @@ def test_mpi_fast_path_equals_serial(serial, nprocs):
         auto = out["zipf-src pagerank fast auto None"]["partitioning"]
         assert auto["placement"] == "hybrid"
         assert auto["edge_imbalance"] < auto["edge_imbalance_by_source"]
+
+
+def test_routing_plan_by_direct_array_equals_the_hash_table():
+    from cloudhpc.models.bsp.hashing import owners_of
+    from cloudhpc.models.bsp.kernels import routing_plan
+
+    dst = np.random.default_rng(3).integers(0, 500, 4000)
+    owner = owners_of(dst, 3, True)
+    hashed, direct = routing_plan(dst, owner, 3), routing_plan(dst, owner, 3, 500)
+    for a, b in zip(hashed, direct, strict=True):
+        assert np.array_equal(a, b)
+    edge_slot, slot_gids, counts = direct
+    assert sorted(slot_gids.tolist()) == sorted(set(dst.tolist()))
+    assert counts.sum() == len(slot_gids)
+    assert np.array_equal(slot_gids[edge_slot], dst)  # every edge's slot stands for its target

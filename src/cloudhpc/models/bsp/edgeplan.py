@@ -82,8 +82,10 @@ class EdgePlan:
             part.offsets, part.local_index(part.dst, alive_only=False), part.alive, hub
         )
         owner_mv = part.owner(part.dst[mv])
+        # dense ids: a direct id -> slot array when it is no larger than the hash table
+        n_ids = part.n_vertices if part.n_vertices and part.n_vertices <= 4 * len(far) else 0
         edge_slot, slot_gids, slot_counts = routing_plan(
-            part.dst[far], part.owner(part.dst[far]), size
+            part.dst[far], part.owner(part.dst[far]), size, n_ids
         )
         # the split hubs' slots: one per (rank holding some of its edges, hub)
         pairs = np.unique(owner_mv * max(n, 1) + mv_src)
