@@ -20,6 +20,12 @@ capped links).
 Run:  .venv/bin/python benchmarks/predict_accuracy.py [--repeat 3] [--out DIR | --save]
       .venv/bin/python benchmarks/predict_accuracy.py --quick     # NPB IS class S, capped:200mbit
                                                                    # and native, once (~1 min)
+Targets (issue 37): worst cell within 30 %, median |error| <= 5 %. Every cell is marked; for a
+cell beyond 30 % the workload is profiled once more on the target itself and the table's notes
+give, call by call, the predicted seconds beside the ones measured there (where the miss is).
+Wall time on this 2-core machine (quiet): about 25 min for the default 3 repetitions;
+`--repeat 1` about a third of it.
+
 Writes predict_accuracy.{json,md,png}; --save also the table in benchmarks/RESULTS.md.
 """
 
@@ -30,6 +36,7 @@ import os
 import shutil
 import statistics
 import tempfile
+import time
 
 from common import (
     cli_record,
@@ -51,6 +58,8 @@ KMEANS = ["n=2000000", "d=4", "k=16", "iterations=20", "tol=0"]
 PAGERANK = ["vertices=200000", "iterations=20", "tol=0", "seed=1"]
 LINKS = {"100mbit": 10**8, "1gbit": 10**9, "uncapped": None}
 TARGETS = (*(f"cluster:{k}" for k in LINKS), "vm-net")
+WORST_GOAL = 0.30  # issue 37: every cell within 30 %
+MEDIAN_GOAL = 0.05  # and the median |error| at most 5 %
 QUICK = {"workloads": "is", "targets": "capped:200mbit,native", "npb_class": "S", "repeat": 1}
 
 
@@ -90,6 +99,43 @@ def breakdown(rows: list[dict], top: int = 5) -> list[dict]:
     return [{k: r[k] for k in keys if k in r} for r in heavy]
 
 
+def per_call(rows: list[dict]) -> dict[str, float]:
+    """A prediction's rows (call, predicted_s) or a profile's (TAU pprof's Name, Inclusive
+    total msec; mean over ranks) as call -> seconds."""
+    out: dict[str, float] = {}
+    for r in rows:
+        if "predicted_s" in r:
+            call, t = r["call"], float(r["predicted_s"])
+        elif "Name" in r:
+            call, t = r["Name"], float(r["Inclusive total msec"]) / 1e3
+        else:
+            continue
+        out[call] = out.get(call, 0.0) + t
+    return out
+
+
+def explain(cell: dict, run: dict, apps: dict, hosts_file: str | None, name: str) -> dict:
+    """A missed cell: its workload profiled on the target itself, each heavy call's predicted
+    seconds beside the measured ones there, and the compute (total_s less MPI) of both."""
+    prof_app, _ = apps[cell["workload"]]
+    where = target_args(cell["target"], hosts_file, name)
+    there = cli_record("profile", "-n", "2", *where, tail=("--app", *prof_app))
+    measured = per_call(there.get("rows") or [])
+    # a profile's record has no timings: its application row is the run (mean over ranks)
+    total = measured.pop(".cloudhpc application", float("nan"))
+    predicted = per_call(run["predicted_rows"])
+    calls = sorted(set(predicted) | set(measured), key=lambda c: -max(predicted.get(c, 0.0),
+                   measured.get(c, 0.0)))[:5]  # fmt: skip
+    return {
+        "target_profile": there["id"],
+        "target_total_s": total,
+        "calls": [
+            {"call": c, "predicted_s": predicted.get(c), "measured_s": measured.get(c)}
+            for c in calls
+        ],  # fmt: skip
+    }
+
+
 def one_round(r: int, apps: dict, targets: list[str], hosts_file: str | None, name: str):
     """Every (workload, target) once: [{workload, target, predicted, measured, ...}]."""
     rows = []
@@ -120,6 +166,7 @@ def one_round(r: int, apps: dict, targets: list[str], hosts_file: str | None, na
                     "curves_measured_now": bool(pred["target"]["curves_measured_now"]),
                     "notes": pred["prediction"].get("notes", []),
                     "breakdown": breakdown(pred["rows"]),
+                    "predicted_rows": pred["rows"],
                     "profile": prof["id"],
                     "commands": [prof["_cmd"], pred["_cmd"], run["_cmd"]],
                 }
@@ -259,6 +306,7 @@ def main() -> None:
     signals.install()  # SIGTERM and SIGHUP end it as Ctrl-C does: the cluster comes down
     start = machine()
     load_start = os.getloadavg()[0]
+    started = time.monotonic()
     for _prof, run_cmd in apps.values():  # numba's cache warm for every kernel (not timed)
         cli_record(*run_cmd, "-n", "2")
     rows: list[dict] = []
@@ -272,13 +320,29 @@ def main() -> None:
         try:
             for r in range(args.repeat):
                 rows += one_round(r, apps, targets, hosts_file, name)
+            cells = summarise(rows, list(apps), targets)
+            for c in cells:  # a miss: where, call by call, on the target itself
+                if abs(c["error"]) > WORST_GOAL:
+                    last = [x for x in rows if x["workload"] == c["workload"]
+                            and x["target"] == c["target"]][-1]  # fmt: skip
+                    c["explain"] = explain(c, last, apps, hosts_file, name)
         finally:
             if hosts_file is not None:
                 cluster.down(name)
     finally:
         shutil.rmtree(state, ignore_errors=True)
-    cells = summarise(rows, list(apps), targets)
+    wall_s = time.monotonic() - started
+    for x in rows:
+        del x["predicted_rows"]  # the heaviest are in "breakdown"
+    errors = [abs(c["error"]) for c in cells]
     summary = error_summary(cells, lambda c: f"{c['workload']} on {c['target']}")
+    summary.update(
+        worst_goal=WORST_GOAL,
+        median_goal=MEDIAN_GOAL,
+        worst_met=max(errors) <= WORST_GOAL,
+        median_met=statistics.median(errors) <= MEDIAN_GOAL,
+        wall_s=round(wall_s, 1),
+    )
     write_json(
         "predict_accuracy",
         {
@@ -290,10 +354,28 @@ def main() -> None:
             "runs": rows,
         },
     )
-    headline = error_headline(summary)
+    headline = error_headline(summary) + (
+        f" Targets (issue 37): worst within {WORST_GOAL:.0%}: "
+        f"{'met' if summary['worst_met'] else 'missed'}; median <= {MEDIAN_GOAL:.0%}: "
+        f"{'met' if summary['median_met'] else 'missed'}."
+    )
+    misses = []
+    for c in cells:
+        if "explain" in c:
+            e = c["explain"]
+            parts = ", ".join(
+                f"{x['call']} predicted {x['predicted_s'] or 0:.3f} s, measured "
+                f"{x['measured_s'] or 0:.3f} s"
+                for x in e["calls"]
+            )
+            misses.append(
+                f"Missed: {c['workload']} on {c['target']} ({c['error']:+.0%}); profiled there "
+                f"(profile {e['target_profile']}: the application {e['target_total_s']:.3f} s, "
+                f"MPI_Init to MPI_Finalize), per call (mean over ranks): {parts}."
+            )
     notes = [
         f"Machine: {start}. Load average (1 min) {load_start:.2f} before the first run, "
-        f"{os.getloadavg()[0]:.2f} after the last.",
+        f"{os.getloadavg()[0]:.2f} after the last; wall time {wall_s / 60:.1f} min.",
         f"Each cell: {args.repeat} repetition(s) of profile, prediction and run back to back; "
         "the median prediction against the median measured total_s; error = (predicted - "
         "measured) / measured; NPB class " + args.npb_class + ".",
@@ -303,6 +385,7 @@ def main() -> None:
         "kmeans|pagerank ... -n 2 --hosts ...`); the cluster: 2 hosts x 1 slot, links set "
         "with `cloudhpc cluster link` (100mbit, 1gbit, none).",
         headline,
+        *misses,
     ]
     header = [
         "workload",
@@ -314,6 +397,7 @@ def main() -> None:
         "error",
         "per repetition",
         "load",
+        f"within {WORST_GOAL:.0%}",
     ]
     table = [
         [
@@ -326,6 +410,7 @@ def main() -> None:
             f"{c['error']:+.1%}",
             " ".join(f"{e:+.0%}" for e in c["repetition_errors"]),
             f"{c['load_min']:.1f}-{c['load_max']:.1f}",
+            "met" if abs(c["error"]) <= WORST_GOAL else "missed (see the notes)",
         ]
         for c in cells
     ]
