@@ -107,16 +107,19 @@ def test_mpi_fast_path_equals_serial(serial, nprocs):
         assert auto["edge_imbalance"] < auto["edge_imbalance_by_source"]
 
 
-def test_routing_plan_by_direct_array_equals_the_hash_table():
+def test_routing_plan_by_direct_array_has_the_hash_tables_slots_in_id_order():
     from cloudhpc.models.bsp.hashing import owners_of
     from cloudhpc.models.bsp.kernels import routing_plan
 
     dst = np.random.default_rng(3).integers(0, 500, 4000)
     owner = owners_of(dst, 3, True)
     hashed, direct = routing_plan(dst, owner, 3), routing_plan(dst, owner, 3, 500)
-    for a, b in zip(hashed, direct, strict=True):
-        assert np.array_equal(a, b)
-    edge_slot, slot_gids, counts = direct
-    assert sorted(slot_gids.tolist()) == sorted(set(dst.tolist()))
-    assert counts.sum() == len(slot_gids)
-    assert np.array_equal(slot_gids[edge_slot], dst)  # every edge's slot stands for its target
+    assert np.array_equal(hashed[2], direct[2])  # the same slots per rank
+    starts = np.concatenate(([0], np.cumsum(direct[2])))
+    for edge_slot, slot_gids, _ in (hashed, direct):
+        assert np.array_equal(slot_gids[edge_slot], dst)  # every edge's slot is its target
+        assert sorted(slot_gids.tolist()) == sorted(set(dst.tolist()))
+        for r in range(3):  # a rank's block holds that rank's vertices
+            assert set(owner[np.isin(dst, slot_gids[starts[r] : starts[r + 1]])]) == {r}
+    for r in range(3):  # the direct array's blocks in id order
+        assert np.all(np.diff(direct[1][starts[r] : starts[r + 1]]) > 0)
