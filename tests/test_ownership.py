@@ -214,6 +214,25 @@ def test_a_recorded_pid_reused_by_another_process_is_not_killed(tmp_path):
         other.wait()
 
 
+def test_a_recorded_process_that_has_ended_is_not_live_though_not_reaped_yet(tmp_path):
+    """A daemon's zombie waits for init to reap it (here a second or more): it has ended, and
+    whoever waits for it to end (local.stop, per daemon) need not wait for the reaping."""
+    made = owned.make_dir("test", parent=tmp_path, prefix="p-")
+    child = subprocess.Popen(["sleep", "300"])
+    try:
+        owned.add_process(made, child.pid, "daemon")
+        assert owned.live_processes(made) == {"daemon": child.pid}
+        child.kill()
+        deadline = time.monotonic() + 30
+        while _not_zombie(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)  # dead, and left unreaped (a zombie) until wait() below
+        assert Path(f"/proc/{child.pid}").exists()
+        assert owned.live_processes(made) == {}
+    finally:
+        child.kill()
+        child.wait()
+
+
 def _children(pid: int) -> list[int]:
     text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
     return [int(x) for x in text.split()]

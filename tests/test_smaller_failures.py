@@ -315,7 +315,8 @@ def test_a_job_whose_slurmd_was_killed_ends_in_cloudhpc_jobs(tmp_path):
     COMPLETING (which lasts until Slurm gives the node up, minutes later)."""
     from cloudhpc.slurm import local
 
-    own = local.start()
+    # srun retries a slurmd that refuses its connection for MessageTimeout (10 s by default)
+    own = local.start(message_timeout=4)
     try:
         env = {**own.env, "PATH": f"{BIN}:{os.environ['PATH']}"}
         r = run_cli("run", "wave", "--points", "1000", "--steps", "2", "-n", "2", "--submit",

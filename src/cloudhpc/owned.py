@@ -255,11 +255,12 @@ def add_process(made: Made, pid: int, label: str) -> None:
 
 
 def live_processes(made: Made) -> dict[str, int]:
-    """label -> pid of the recorded processes that are still those processes."""
+    """label -> pid of the recorded processes that are still those processes, and still run: a
+    zombie has ended (a daemon's is reaped by init, here a second or more later)."""
     return {
         label: pid
         for label, (pid, started) in made.processes.items()
-        if started is not None and start_time(pid) == started
+        if started is not None and start_time(pid) == started and _state(pid) != "Z"
     }
 
 

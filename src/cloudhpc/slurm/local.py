@@ -226,11 +226,13 @@ def start(
     owner: int | None = -1,
     partition: str = PARTITION,
     timeout: float = 60,
+    message_timeout: int | None = None,
 ) -> LocalSlurm:
     """Start a one-node Slurm in `root` (default: a new directory in the temporary directory;
     else a new or an empty directory) and wait until its node is idle. `owner`: the pid of the
     process it belongs to (-1: this one; None: no process, kept until stop()). Stops what it
-    started if any step fails."""
+    started if any step fails. message_timeout: Slurm's MessageTimeout in seconds (default 10;
+    also how long srun retries a slurmd that refuses its connection)."""
     missing = programs_missing()
     if missing:
         raise CloudhpcError(
@@ -246,20 +248,20 @@ def start(
     else:
         made = make_dir("slurm", path=root, owner=owner, whole=False, mode=0o755)
     try:
-        _start(made, partition, timeout)
+        _start(made, partition, timeout, message_timeout)
     except BaseException:
         stop(made)
         raise
     return LocalSlurm(Path(made.path))
 
 
-def _start(made: Made, partition: str, timeout: float) -> None:
+def _start(made: Made, partition: str, timeout: float, message_timeout: int | None) -> None:
     root = Path(made.path)
     for sub in ("munge", "state", "spool", "run", "log"):
         add_part(made, sub)
         (root / sub).mkdir()
     start_munged(made)
-    _start_slurm(made, partition, timeout)
+    _start_slurm(made, partition, timeout, message_timeout)
 
 
 def start_munged(made: Made) -> None:
@@ -287,7 +289,9 @@ def start_munged(made: Made) -> None:
     record_daemon(made, "munged")
 
 
-def _start_slurm(made: Made, partition: str, timeout: float) -> None:
+def _start_slurm(
+    made: Made, partition: str, timeout: float, message_timeout: int | None = None
+) -> None:
     root = Path(made.path)
     env = daemon_env(made)
     hw = node_hardware()
@@ -295,7 +299,10 @@ def _start_slurm(made: Made, partition: str, timeout: float) -> None:
     while ports[1] == ports[0]:
         ports = (ports[0], free_port())
     add_part(made, "slurm.conf")
-    (root / "slurm.conf").write_text(slurm_conf(root, hw, ports, partition))
+    text = slurm_conf(root, hw, ports, partition)
+    if message_timeout is not None:
+        text += f"MessageTimeout={int(message_timeout)}\n"
+    (root / "slurm.conf").write_text(text)
     conf = str(root / "slurm.conf")
     for daemon in ("slurmctld", "slurmd"):
         _run([daemon, "-f", conf], env, daemon, root / "log" / f"{daemon}.log")
@@ -350,13 +357,19 @@ def _pid(root: Path, daemon: str) -> int | None:
         return None
 
 
-def _cancel_jobs(root: Path, wait_s: float = 15) -> None:
+def _cancel_jobs(made: Made, wait_s: float = 15) -> None:
+    """Cancel every job and wait (at most `wait_s`) for them to end, while a slurmd is there to
+    end them: with none (killed), a job stays COMPLETING until Slurm gives its node up, minutes
+    later, and its processes are killed by stop() anyway."""
+    root = Path(made.path)
     env = client_env(root)
     on = client_prefix(root / "slurm.conf")
     try:
         subprocess.run([*on, "scancel", "--user", "root"], env=env, capture_output=True, timeout=15)
         deadline = time.monotonic() + wait_s
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and any(
+            d.startswith("slurmd") for d in live_processes(made)
+        ):
             r = subprocess.run(
                 [*on, "squeue", "-h", "-o", "%i %T"],
                 env=env,
@@ -380,7 +393,7 @@ def stop(root: str | os.PathLike | Made) -> bool:
         return False
     where = Path(made.path)
     if (where / "slurm.conf").exists() and "slurmctld" in live_processes(made):
-        _cancel_jobs(where)
+        _cancel_jobs(made)
     nodes = sorted(d for d in made.processes if d.startswith("slurmd"))  # one per node
     for daemon in (*nodes, "slurmctld", "munged"):
         if signal_process(made, daemon, signal.SIGTERM):
