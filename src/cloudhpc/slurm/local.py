@@ -142,6 +142,9 @@ JobCompLoc={root}/log/jobcomp.txt
 MpiDefault=none
 SwitchType=switch/none
 SchedulerType=sched/backfill
+# a pass every 2 s, not 30: a requeued job, held until its old credentials expire, starts once
+# it may (it waited up to 30 s more for the backfill pass that starts it)
+SchedulerParameters=bf_interval=2
 SelectType=select/cons_tres
 # a node that was down is idle again once its slurmd registers
 ReturnToService=2
