@@ -500,7 +500,8 @@ def why(kind: str, key: str, r: dict) -> str:
         f"plan {r[f'{app} P=2 plan s']:.2f} s of {r[f'{app} P=2 whole run s']:.2f} s; "
         f"{r[f'{app} P=2 supersteps']} supersteps, "
         f"{r[f'{app} P=2 supersteps s'] / max(r[f'{app} P=2 supersteps'], 1) * 1e3:.1f} ms "
-        f"each (a sparse frontier still pays passes over the rank's vertices), alone "
+        f"each (per superstep: two collectives and passes over the rank's vertices, "
+        f"however small the frontier), alone "
         f"{r[f'{app} P=2 supersteps / csgraph']:.2f}x csgraph; against "
         f"csgraph with its CSR build {r[f'{app} P=2 / csgraph + CSR build']:.2f}x"
     )
