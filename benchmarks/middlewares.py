@@ -35,8 +35,8 @@ Figures of record need a quiet machine: the load average is in every table.
 
 Needs g++ (IMB is C++) and root for capped:RATE (`--envs native,vm-net` without it). The IMB
 binaries are built once per implementation, version and installation into ~/.cache/cloudhpc/imb/.
-Wall time (2 cores): --quick --issue --mpi mpich 1.6 min at load 12; the default run about
-45 min quiet (estimated from that), --issue about 12.
+Wall time (2 cores): --quick --issue --mpi mpich took 1.6 min at load 12; from that (not
+measured) the default run takes about 45 min, --issue (3 implementations, 3 rounds) about 12.
 """
 
 from __future__ import annotations

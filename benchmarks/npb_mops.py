@@ -21,8 +21,10 @@ Run:  .venv/bin/python benchmarks/npb_mops.py [--class A,B] [--procs 1,2] [--rou
         [--kernels cg,mg,ft,is,ep] [--envs native,vm-net] [--reference-bin DIR | --no-reference]
       .venv/bin/python benchmarks/npb_mops.py --issue     # the issue's cells only: native
                                                           # against the reference (no vm-net)
-Wall time on this 2-core machine (quiet): class A ~5 min, class B ~15 min with vm-net, ~10 min
-without (--issue: both classes in ~13 min).
+Wall time on this 2-core machine, measured at load 5-12 (a quiet machine takes less): class A,
+CG, MG and IS at P = 1 and 2, native and reference, 3 rounds: 5.5 min; class B, all five kernels,
+native and reference, 1 round: 9.6 min. So the default (A and B, native, vm-net and reference,
+3 rounds) is over 40 min at such a load; --issue leaves vm-net out (two thirds of that).
 Writes npb_mops.{json,md,png} (benchmarks/runs/..., --out DIR, or --save).
 """
 

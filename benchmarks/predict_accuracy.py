@@ -23,8 +23,9 @@ Run:  .venv/bin/python benchmarks/predict_accuracy.py [--repeat 3] [--out DIR | 
 Targets (issue 37): worst cell within 30 %, median |error| <= 5 %. Every cell is marked; for a
 cell beyond 30 % the workload is profiled once more on the target itself and the table's notes
 give, call by call, the predicted seconds beside the ones measured there (where the miss is).
-Wall time on this 2-core machine (quiet): about 25 min for the default 3 repetitions;
-`--repeat 1` about a third of it.
+Wall time on this 2-core machine: one repetition of CG on two cluster targets took 2.4 min at
+load 9-10 (curves measured for both targets); the default (6 workloads x 4 targets x 3) is
+estimated at about 25 min quiet, not measured; `--repeat 1` about a third of it.
 
 Writes predict_accuracy.{json,md,png}; --save also the table in benchmarks/RESULTS.md.
 """
