@@ -263,12 +263,9 @@ r_ *= tsize(recvtype);
 s_ = sendbuf == MPI_IN_PLACE ? (uint64_t)recvcounts[comm_rank(comm)] * tsize(recvtype)
                              : (uint64_t)sendcount * tsize(sendtype);
 acc_coll(&A, s_, r_, PAYLOAD(s_, r_));"""),
-    # the bytes are mpiP's (every block); the size in the histogram is the call with equal
-    # blocks that sends as much to the other ranks: a rank's own block never leaves it, and a
-    # program that keeps it out of the call (count 0) moves no fewer bytes across the link
     "alltoallv": _coll("""
 int p_ = coll_size(comm);
-uint64_t s_, r_, own_ = 0;
+uint64_t s_, r_;
 SUM_COUNTS(recvcounts, p_, r_);
 r_ *= tsize(recvtype);
 if (sendbuf == MPI_IN_PLACE) {
@@ -276,10 +273,8 @@ if (sendbuf == MPI_IN_PLACE) {
 } else {
     SUM_COUNTS(sendcounts, p_, s_);
     s_ *= tsize(sendtype);
-    if (!is_inter(comm)) own_ = (uint64_t)sendcounts[comm_rank(comm)] * tsize(sendtype);
 }
-uint64_t m_ = p_ > 1 && own_ <= s_ ? (s_ - own_) * (uint64_t)p_ / (uint64_t)(p_ - 1) : s_;
-acc_coll(&A, s_, r_, PAYLOAD(m_, r_));"""),
+acc_coll(&A, s_, r_, PAYLOAD(s_, r_));"""),
     "alltoallw": _coll("""
 int p_ = coll_size(comm);
 uint64_t s_, r_;
