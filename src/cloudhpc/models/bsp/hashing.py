@@ -26,6 +26,26 @@ def mix64(x: np.int64) -> np.uint64:
     return z ^ (z >> np.uint64(31))
 
 
+@njit(cache=True, inline="always")
+def capacity(n: int) -> int:
+    """A table's size for n keys: a power of two (>= 16) at load <= 1/2."""
+    cap = 16
+    while cap < 2 * n:
+        cap *= 2
+    return cap
+
+
+@njit(cache=True, inline="always")
+def probe(slot_key: np.ndarray, k: np.int64) -> np.int64:
+    """Key k's slot in a linear-probing table of keys (power-of-two length): the slot holding
+    it, or the empty one where it goes."""
+    cap = len(slot_key)
+    h = np.int64(mix64(k) & np.uint64(cap - 1))
+    while slot_key[h] != EMPTY and slot_key[h] != k:
+        h = (h + 1) & (cap - 1)
+    return h
+
+
 @njit(cache=True)
 def owners_of(gids: np.ndarray, size: int, hashed: bool) -> np.ndarray:
     """The rank that owns each global id."""
@@ -42,15 +62,9 @@ def owners_of(gids: np.ndarray, size: int, hashed: bool) -> np.ndarray:
 @njit(cache=True)
 def table_build(keys: np.ndarray) -> np.ndarray:
     """An open-addressing table of (key, index) pairs for distinct keys >= 0: shape (cap, 2)."""
-    cap = 16
-    while cap < 2 * len(keys):
-        cap *= 2
-    table = np.full((cap, 2), EMPTY, dtype=np.int64)
-    mask = np.uint64(cap - 1)
+    table = np.full((capacity(len(keys)), 2), EMPTY, dtype=np.int64)
     for i in range(len(keys)):
-        h = np.int64(mix64(keys[i]) & mask)
-        while table[h, 0] != EMPTY and table[h, 0] != keys[i]:
-            h = (h + 1) & (cap - 1)
+        h = probe(table[:, 0], keys[i])
         table[h, 0] = keys[i]
         table[h, 1] = i
     return table

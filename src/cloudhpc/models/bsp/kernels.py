@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .hashing import EMPTY, mix64
+from .hashing import EMPTY, capacity, mix64, probe
 
 OPS = {"sum": 0, "min": 1, "max": 2}
 
@@ -50,20 +50,15 @@ def group_order(keys: np.ndarray, nbuckets: int) -> tuple[np.ndarray, np.ndarray
 @njit(cache=True)
 def combine_by_key(keys: np.ndarray, vals: np.ndarray, op: int) -> tuple[np.ndarray, np.ndarray]:
     """One row per distinct key (first-seen order), rows with the same key combined by `op`."""
-    cap = 16
-    while cap < 2 * len(keys):
-        cap *= 2
+    cap = capacity(len(keys))
     slot_key = np.full(cap, EMPTY, dtype=np.int64)
     slot_row = np.empty(cap, dtype=np.int64)
     out_keys = np.empty(len(keys), dtype=np.int64)
     out = np.empty_like(vals)
     n = 0
-    mask = np.uint64(cap - 1)
     for i in range(len(keys)):
         k = keys[i]
-        h = np.int64(mix64(k) & mask)
-        while slot_key[h] != EMPTY and slot_key[h] != k:
-            h = (h + 1) & (cap - 1)
+        h = probe(slot_key, k)
         if slot_key[h] == EMPTY:
             slot_key[h] = k
             slot_row[h] = n
@@ -115,17 +110,12 @@ def routing_plan(dst: np.ndarray, owner: np.ndarray, size: int, n_ids: int = 0):
         for e in range(len(dst)):
             edge_slot[e] = slot_by_id[dst[e]]
     else:
-        cap = 16
-        while cap < 2 * len(dst):
-            cap *= 2
+        cap = capacity(len(dst))
         slot_key = np.full(cap, EMPTY, dtype=np.int64)
         slot_of = np.empty(cap, dtype=np.int64)
-        mask = np.uint64(cap - 1)
         for e in range(len(dst)):
             k = dst[e]
-            h = np.int64(mix64(k) & mask)
-            while slot_key[h] != EMPTY and slot_key[h] != k:
-                h = (h + 1) & (cap - 1)
+            h = probe(slot_key, k)
             if slot_key[h] == EMPTY:
                 slot_key[h] = k
                 slot_of[h] = n
