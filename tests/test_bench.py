@@ -8,7 +8,7 @@ import pytest
 from helpers import run_cli, run_json
 
 from cloudhpc.bench.coll import OPS
-from cloudhpc.bench.sizes import default_sizes, parse_sizes, repetitions
+from cloudhpc.bench.sizes import default_sizes, parse_sizes, repetitions, warmups
 
 SIZES = "0,8,1k,64k,1m"
 
@@ -32,6 +32,14 @@ def memcpy_mbytes_per_sec(nbytes: int) -> float:
 def copy_bound() -> dict[int, float]:
     # Small copies measure NumPy's call overhead, not memory: bound only the large messages.
     return {n: memcpy_mbytes_per_sec(n) for n in (65536, 1048576)}
+
+
+def test_first_collective_size_warms_up_longer():
+    # Intel MPI's 8 B Bcast runs slow for the first ~1000 calls of a process (bench/sizes.py)
+    assert warmups(1000) == 100 and warmups(1000, first=True) == 2000
+    assert warmups(38, first=True) == 76  # 1 MiB first: two loops' worth, not 2000 MiB
+    assert warmups(10, first=True) == 20 and warmups(3) == 2
+    assert warmups(1000, 5, first=True) == 5  # --warmup wins
 
 
 def test_sizes_and_repetitions():

@@ -168,7 +168,7 @@ def main(ctx: RunContext) -> dict:
         mean = {}
         with ctx.phase("communicate"):
             for how in ("c", "python") if loops is not None else ("python",):
-                for n, timed in ((warmups(reps, warm), False), (reps, True)):
+                for n, timed in ((warmups(reps, warm, first=k == 0), False), (reps, True)):
                     comm.Barrier()
                     comm.Barrier()  # IMB's N_BARR: two barriers before the loop
                     if how == "c":
