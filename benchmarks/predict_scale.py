@@ -241,12 +241,13 @@ def plot(cells: list[dict], path: str) -> None:
     save_figure(fig, path, dpi=120)
 
 
-def scale_fit(k: str, classes: list[str], procs: list[int]) -> str:
+def scale_fit(k: str, classes: list[str], procs: list[int], per_point: int) -> str:
     """The scale part's model of NPB kernel k: profiles at `classes` x `procs` (oversubscribed
-    past this machine's cores), compute fitted from CPU time (`model fit --cpu-time`)."""
+    past this machine's cores), each `per_point` times, compute fitted from CPU time (`model
+    fit --cpu-time`)."""
     ids = []
     for c in classes:
-        for p in procs:
+        for p in [p for p in procs for _ in range(per_point)]:
             rec = cli_record("profile", "-n", str(p), "--oversubscribe",
                              tail=("--app", "npb", f"kernel={k}", f"class={c}"))  # fmt: skip
             ids.append(rec["id"])
@@ -258,14 +259,30 @@ def scale_fit(k: str, classes: list[str], procs: list[int]) -> str:
     return model
 
 
+def scale_class(args: argparse.Namespace, k: str) -> str:
+    """The class kernel k is predicted and simulated at P' (IS: --scale-class; CG, FT, MG: A,
+    since their class B runs more iterations than a model fitted below it knows)."""
+    return args.scale_class if k == "is" else "A"
+
+
+def fit_classes(cls: str) -> list[str]:
+    """The scale models' classes by default: the class predicted and the one below it, so that
+    P' is the only distance from the fitted points (IS at B from A and B; A from W and A)."""
+    order = "SWABC"
+    i = order.index(cls)
+    return [order[i - 1], cls]
+
+
 def scale_part(args: argparse.Namespace, models: dict) -> list[dict]:
     """SMPI against cloudhpc at P = 2 and args.scale_procs (module docstring)."""
     import _smpi
     from npb_mops import build_reference, reference
 
     kernels = [k for k in args.workloads if k in NPB]
-    if args.scale_fit_procs != [1, 2]:
-        models = {k: scale_fit(k, args.scale_fit_classes, args.scale_fit_procs) for k in kernels}
+    if args.scale_fit_procs != [1, 2] or not models:
+        models = {k: scale_fit(k, args.scale_fit_classes or fit_classes(scale_class(args, k)),
+                               args.scale_fit_procs, args.scale_per_point)
+                  for k in kernels}  # fmt: skip
     plat_path = str(out_path("here.platform.json"))
     cli_json("platform", "measure", "here", "--env", "native", "-n", "2", "--out", plat_path)
     plat = _smpi.load(plat_path)
@@ -277,8 +294,8 @@ def scale_part(args: argparse.Namespace, models: dict) -> list[dict]:
     cells = []
     try:
         for k in kernels:
-            cls = args.scale_class if k == "is" else "A"
-            sim_bin = _smpi.build(k, cls, work)
+            cls = scale_class(args, k)
+            sim_bin = _smpi.cached_build(k, cls)
             ref_bin = build_reference(cls, [k]) / f"{k}.{cls}.x"
             rows = {}
             for p in [2, *args.scale_procs]:
@@ -397,12 +414,16 @@ def write_scale(cells: list[dict], version: str) -> str:
     ]
     md = write_markdown("predict_scale_smpi", "Scaling models at P' against SimGrid SMPI",
                         header, table, notes)  # fmt: skip
+    write_json("predict_scale_smpi", {"smpi": version, "cells": cells})
     print(headline)
     plot_scale(cells, "predict_scale_smpi.png")
-    return (
+    section = (
         md.read_text().split("\n", 1)[1]
         + "\n![predict_scale_smpi](results/predict_scale_smpi.png)\n"
     )
+    update_results_md("predict_scale_smpi", "What-if at scale against SimGrid SMPI (issue 33)",
+                      section)  # fmt: skip
+    return section
 
 
 def main() -> None:
@@ -455,6 +476,13 @@ def main() -> None:
     )
     ap.add_argument("--no-smpi", action="store_true", help="leave the SimGrid SMPI part out")
     ap.add_argument(
+        "--part",
+        choices=("both", "size", "scale"),
+        default="both",
+        help="size: the measured part alone (as --no-smpi); scale: the SMPI part alone, with "
+        "its own models (default: both; each writes its own section of RESULTS.md)",
+    )
+    ap.add_argument(
         "--scale-procs",
         default="16,64",
         help="P' simulated by SMPI and predicted by cloudhpc (default 16,64)",
@@ -466,10 +494,19 @@ def main() -> None:
     )
     ap.add_argument(
         "--scale-fit",
-        default="1,2,4,8:W,A",
-        metavar="PROCS:CLASSES",
+        default="2,4,8",
+        metavar="PROCS[:CLASSES]",
         help="the scale part's models: profiled at PROCS (oversubscribed past the cores) and "
-        "CLASSES, compute from CPU time (default 1,2,4,8:W,A; 1,2 uses the size part's models)",
+        "CLASSES (default: the class predicted and the one below), compute from CPU time; P = 1 "
+        "runs another path in IS (default 2,4,8; 1,2 uses the size part's models)",
+    )
+    ap.add_argument(
+        "--scale-per-point",
+        type=int,
+        default=2,
+        metavar="K",
+        help="the scale models' profiles per (P, class); the fit takes each point's fastest "
+        "(default 2)",
     )
     ap.add_argument(
         "--reference-mpiexec",
@@ -493,9 +530,11 @@ def main() -> None:
         args.scale_fit_procs = sorted({int(p) for p in procs.split(",") if p.strip()})
     except ValueError:
         ap.error(f"--scale-fit {args.scale_fit!r}: PROCS:CLASSES, e.g. 1,2,4,8:W,A")
-    args.scale_fit_classes = [c.strip().upper() for c in (classes or "S,W").split(",") if c]
-    if len(args.scale_fit_procs) < 2 or len(args.scale_fit_classes) < 2:
+    args.scale_fit_classes = [c.strip().upper() for c in classes.split(",") if c.strip()]
+    if len(args.scale_fit_procs) < 2 or len(args.scale_fit_classes) == 1:
         ap.error("--scale-fit: at least two process counts and two classes")
+    if not set(args.scale_fit_classes) <= set("SWAB"):
+        ap.error("--scale-fit: classes of S, W, A, B")
     args.workloads = [w for w in args.workloads.split(",") if w]
     args.classes = [c.strip().upper() for c in args.classes.split(",") if c.strip()]
     targets = [t for t in args.targets.split(",") if t]
@@ -505,11 +544,19 @@ def main() -> None:
     for t in targets:
         if t not in TARGETS:
             ap.error(f"unknown target {t!r}; known: {', '.join(TARGETS)}")
-    if min(args.repeat, args.per_point, args.rounds) < 1 or args.kmeans_n < 1000:
-        ap.error("--repeat, --per-point and --rounds >= 1, --kmeans-n >= 1000")
+    if min(args.repeat, args.per_point, args.rounds, args.scale_per_point) < 1:
+        ap.error("--repeat, --per-point, --scale-per-point and --rounds >= 1")
+    if args.kmeans_n < 1000:
+        ap.error("--kmeans-n >= 1000")
     if not set(args.classes) <= {"A", "B"}:
         ap.error("--classes of A, B")
+    if args.part == "size":
+        args.no_smpi = True
+    if args.part == "scale" and (args.no_smpi or args.scale_fit_procs == [1, 2]):
+        ap.error("--part scale: the SMPI part with its own models (no --no-smpi, --scale-fit 1,2)")
     smpi = not args.no_smpi and any(w in NPB for w in args.workloads)
+    if args.part == "scale" and not smpi:
+        ap.error("--part scale: give NPB kernels in --workloads (cg, ft, is, mg)")
     if smpi:
         import _smpi
 
@@ -518,7 +565,7 @@ def main() -> None:
     signals.install()
     start = machine()
     load_start = os.getloadavg()[0]
-    specs = plan(args)
+    specs = plan(args) if args.part != "scale" else {}
     for spec in specs.values():  # numba's caches warm at every P and size (not timed)
         for p, words in list(dict.fromkeys(map(lambda x: (x[0], tuple(x[1])), spec["profiles"])))[
             :2
@@ -531,10 +578,10 @@ def main() -> None:
     cname = f"scale{os.getpid()}"
     try:
         hosts_file = None
-        if any(t.startswith("cluster:") for t in targets):
+        if specs and any(t.startswith("cluster:") for t in targets):
             hosts_file = cluster.up(cname, 2, [1], [cluster.parse_rate("1gbit")]).hosts_file
         try:
-            for f in range(args.rounds):  # each fit from profiles of its own
+            for f in range(args.rounds if specs else 0):  # each fit from profiles of its own
                 for name, spec in specs.items():
                     models[name], profiles[f"{name}.{f}" if f else name] = fit(name, spec, f)
                 for r in range(args.repeat):
@@ -545,6 +592,12 @@ def main() -> None:
     finally:
         shutil.rmtree(state, ignore_errors=True)
     scale = scale_part(args, models) if smpi else []
+    if scale:
+        import _smpi
+
+        write_scale(scale, _smpi.version())
+    if args.part == "scale":
+        return
     cells = summarise(rows)
     by_fit = [summarise([x for x in rows if x["fit_round"] == f]) for f in range(args.rounds)]
     for c in cells:  # each independent fit's error in this cell
@@ -596,10 +649,6 @@ def main() -> None:
                         header, table, notes)  # fmt: skip
     plot(cells, "predict_scale.png")
     section = md.read_text().split("\n", 1)[1] + "\n![predict_scale](results/predict_scale.png)\n"
-    if scale:
-        import _smpi
-
-        section += "\n" + write_scale(scale, _smpi.version())
     update_results_md("predict_scale", "What-if at a new size (predict --model, issue 33)",
                       section)  # fmt: skip
     print(headline)

@@ -45,14 +45,20 @@ def stats(count: int, t: float, nbytes: float) -> CallStats:
     return CallStats(count, t, t / count, t / count, b, b, {})
 
 
-def make_profile(P: int, cls: str) -> tuple[Profile, dict]:
+def make_profile(P: int, cls: str, *, alone: bool = False,
+                 imbalance: float = 0.0) -> tuple[Profile, dict]:  # fmt: skip
+    """`alone`: P = 1 runs another path, as much work as a rank at P = 2 (NPB IS); `imbalance`:
+    the Allreduces wait that share of the compute on top of their 0.002 s."""
     N = KEYS[cls]
     w = truth(P, N)
+    if alone and P == 1:
+        w["compute"] = truth(2, N)["compute"]
     sites = [site(1, "MPI_Allreduce", 261), site(2, "MPI_Alltoallv", 275)]
     ranks = []
     comm_t = 0.002  # time in the calls (taken out of compute)
     for r in range(P):
-        cs = {1: stats(w["allreduce"][0], comm_t, w["allreduce"][1])}
+        wait = imbalance * w["compute"] if P >= 2 else 0.0
+        cs = {1: stats(w["allreduce"][0], comm_t + wait, w["allreduce"][1])}
         calls = {"MPI_Allreduce": cs[1]}
         if w["alltoallv"]:
             cs[2] = stats(w["alltoallv"][0], comm_t, w["alltoallv"][1])
@@ -154,6 +160,27 @@ def test_collectives_extrapolated_in_p_name_their_algorithm():
         predict(m, "W", 1, platform(ps=(2,)))
 
 
+def test_a_small_collective_measured_slower_than_a_larger_is_not_extrapolated():
+    """MPICH's small allreduce on a loaded machine: 8 ms per call up to 16 KiB (a scheduler
+    tick for a descheduled partner), 63 us at 256 KiB. At P' the extrapolation starts from the
+    curve's lower envelope, not from the tick."""
+    from cloudhpc.analysis import collectives
+
+    sizes = [4, 1024, 16384, 262144, 1048576]
+    ticks = Curve("allreduce", [Point(s, 8e-3 if s <= 16384 else 1e-5 + 2e-10 * s, 0.0, 10)
+                                for s in sizes])  # fmt: skip
+    clean = Curve("allreduce", [Point(s, min(8e-3, 1e-5 + 2e-10 * 262144) if s <= 16384
+                                      else 1e-5 + 2e-10 * s, 0.0, 10) for s in sizes])  # fmt: skip
+    got = collectives.extrapolate(ticks, "allreduce", 8192, 2, 64)
+    assert got.t_s == pytest.approx(collectives.extrapolate(clean, "allreduce", 8192, 2, 64).t_s)
+    assert got.t_s < 1e-3  # not the tick's 8 ms times the algorithm's ratio
+    # a curve that only grows is its own envelope
+    assert (
+        collectives.envelope(linear_curves(2).curve("allreduce")).points
+        == linear_curves(2).curve("allreduce").points
+    )
+
+
 def test_compute_factor_from_the_probes_on_another_machine():
     m = fitted()
     m.compute_probe_s = 0.025
@@ -185,6 +212,54 @@ def test_waiting_beyond_the_transfer_carries_over():
     assert with_wait.total_s - without.total_s == pytest.approx(added, rel=1e-6)
     assert not any("waiting in MPI calls is not modelled" in n for n in m.notes)
     assert any("waiting in MPI calls is not modelled" in n for n in fitted().notes)
+
+
+def test_p_terms_leave_p1_out_when_two_larger_p_were_profiled():
+    """IS at P = 1 neither buckets nor exchanges: its work is a P = 2 rank's. Through P = 1 the
+    compute's P term is wrong; from P = 2, 4 and 8 the fit finds N / P again (from 2 and 4
+    alone log2(P)^-1 fits as well: three values tell them apart)."""
+    obs = [observe(*make_profile(P, c, alone=True)) for c in "SW" for P in (1, 2, 4, 8)]
+    m = fit_model(obs, search="pairs")
+    assert m.roles["rank 0"].compute_s.formula() == "0.01 + 3e-08 * P^-1 * N"
+    assert m.roles["rank 0"].p_values == [2, 4, 8]
+    assert any("P = 1 is left out" in n for n in m.notes)
+    # P = 1 and 2 only: nothing to fit P on without P = 1, which stays (and no note)
+    two = fit_model([observe(*make_profile(P, c)) for c in "SW" for P in (1, 2)], search="pairs")
+    assert two.roles["rank 0"].p_values == [1, 2]
+    assert not any("P = 1 is left out" in n for n in two.notes)
+
+
+def test_waiting_that_follows_the_compute_is_carried_as_its_share():
+    """Allreduces that wait as long as the compute on top of a fixed 0.002 s: the share
+    foretells the profiles better than a constant per call, and at P' = 64 the waiting is that
+    share of the (smaller) compute there, not P = 2's waiting per call."""
+    from cloudhpc.analysis.profile_points import apply_source_curves
+
+    def model(imbalance: float) -> ScalingModel:
+        obs = [observe(*make_profile(P, c, imbalance=imbalance)) for c in "SW" for P in (2, 4, 8)]
+        apply_source_curves(obs, {p: linear_curves(p) for p in (2, 4, 8)})
+        return fit_model(obs, search="pairs")
+
+    def allreduce(m):
+        return next(s for s in m.roles["rank 0"].sites if s.call == "MPI_Allreduce")
+
+    m, flat = model(1.0), model(0.0)
+    share = allreduce(m).rest_share
+    assert share is not None and float(share.evaluate({"P": 2, "N": 1})) == pytest.approx(
+        1, rel=0.2
+    )
+    back = ScalingModel.from_json(json.loads(json.dumps(m.to_json())))
+    assert allreduce(back).rest_share is not None
+    # no waiting that follows the compute: the constant per call stays
+    assert allreduce(flat).rest_share is None and allreduce(flat).rest is not None
+
+    def term(m, what):
+        p = predict(m, "A", 64, platform(ps=(2,)))
+        return next(t for t in p.terms if t.what.startswith(what) and t.role == "rank 0").time_s
+
+    transfer = term(flat, "MPI_Allreduce") - 11 * float(allreduce(flat).rest.evaluate({}))
+    want = float(share.evaluate({})) * term(m, "compute")
+    assert term(m, "MPI_Allreduce") - transfer == pytest.approx(want, rel=1e-6)
 
 
 def test_bad_sets_of_profiles_are_refused():

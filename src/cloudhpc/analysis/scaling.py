@@ -137,6 +137,8 @@ class SiteModel:
     messages: pmnf.Model | None = None  # nonblocking and persistent messages per call
     measured_s: float = 0.0  # the most time a profile spent in it (to order the sites)
     rest: pmnf.Model | None = None  # s per call beyond the transfer (None: not measured)
+    # that time over the role's compute, where a share foretells the profiles better (_share)
+    rest_share: pmnf.Model | None = None
 
     @property
     def key(self) -> str:
@@ -154,16 +156,19 @@ class SiteModel:
             d["messages"] = self.messages.to_json()
         if self.rest is not None:
             d["rest_s"] = self.rest.to_json()
+        if self.rest_share is not None:
+            d["rest_share"] = self.rest_share.to_json()
         return d
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SiteModel:
-        m = d.get("messages")
+        m, share = d.get("messages"), d.get("rest_share")
         return cls(str(d["call"]), str(d["where"]), int(d["from_p"]),
                    pmnf.Model.from_json(d["count"]), pmnf.Model.from_json(d["bytes"]),
                    pmnf.Model.from_json(m) if m else None,
                    float(d.get("measured_s", 0.0)),
-                   pmnf.Model.from_json(d["rest_s"]) if d.get("rest_s") else None)  # fmt: skip
+                   pmnf.Model.from_json(d["rest_s"]) if d.get("rest_s") else None,
+                   pmnf.Model.from_json(share) if share else None)  # fmt: skip
 
 
 @dataclass
@@ -257,11 +262,15 @@ class ScalingModel:
             raise CloudhpcError(f"{where} is damaged: {type(e).__name__}: {e}") from None
 
 
-def fit_model(obs: list[Observation], *, search: str = "extrap") -> ScalingModel:
+def fit_model(obs: list[Observation], *, search: str = "extrap",
+              waiting_share: bool = False) -> ScalingModel:  # fmt: skip
     """The scaling model of these profiles (check_profiles first). `search`: "extrap"
     (Extra-P's: each parameter's best term, then their combinations) or "pairs" (every pair
     of building blocks: recovers a constant beside a term on two-value lines from clean data,
-    and overfits noisy data)."""
+    and overfits noisy data). `waiting_share`: every call's waiting as a share of the role's
+    compute (`model fit --cpu-time`: on cores of their own, ranks wait for each other only as
+    their work differs; what oversubscribed profiles waited for descheduled peers is no
+    constant per call)."""
     if search not in SEARCHES:
         raise CloudhpcError(f"--search {search}: one of {', '.join(SEARCHES)}")
     axis, all_ns = check_profiles(obs)
@@ -273,10 +282,10 @@ def fit_model(obs: list[Observation], *, search: str = "extrap") -> ScalingModel
     startup = pmnf.constant([o.startup_s for o in obs])
     roles = {}
     for name in (ROLE0, OTHERS):
-        idx = [i for i, o in enumerate(obs) if name in o.roles]
+        idx = _fitted_points(obs, name)
         if idx:
             roles[name] = _fit_role(name, [obs[i] for i in idx], P[idx], N[idx],
-                                    search == "pairs")  # fmt: skip
+                                    search == "pairs", waiting_share)  # fmt: skip
     model = ScalingModel(
         workload={
             "app": first.app,
@@ -304,6 +313,18 @@ def fit_model(obs: list[Observation], *, search: str = "extrap") -> ScalingModel
     )
     model.notes = _notes(model, obs, axis)
     return model
+
+
+def _fitted_points(obs: list[Observation], role: str) -> list[int]:
+    """The profiles a role's formulas are fitted over: all that have the role, but P = 1 is
+    left out where two or more P >= 2 were profiled. A rank alone often runs another path
+    (NPB IS neither buckets nor exchanges its keys at P = 1: its work per rank at P = 1 and 2
+    is the same, then halves from 2 to 4), so a P term fitted through P = 1 misreads how P >= 2
+    scales (docs/predict.md)."""
+    idx = [i for i, o in enumerate(obs) if role in o.roles]
+    if len({obs[i].nprocs for i in idx if obs[i].nprocs >= 2}) >= 2:
+        idx = [i for i in idx if obs[i].nprocs >= 2]
+    return idx
 
 
 def check_profiles(obs: list[Observation]) -> tuple[SizeAxis, list[float]]:
@@ -396,15 +417,14 @@ def fit_inputs(obs: list[Observation]) -> list[FitInput]:
     N = np.array(ns)
     out = [FitInput("every rank", None, "start-up s", P, N, np.array([o.startup_s for o in obs]))]
     for name in (ROLE0, OTHERS):
-        idx = [i for i, o in enumerate(obs) if name in o.roles]
+        idx = _fitted_points(obs, name)
         if idx:
             out += role_inputs(name, [obs[i] for i in idx], P[idx], N[idx])
     return out
 
 
-def _fit_role(
-    name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray, exhaustive: bool
-) -> RoleModel:
+def _fit_role(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray,
+              exhaustive: bool, waiting_share: bool = False) -> RoleModel:  # fmt: skip
     inputs = role_inputs(name, obs, P, N)
     compute = inputs[0].fit(exhaustive)
     by_site: dict[str, dict[str, FitInput]] = {}
@@ -416,11 +436,45 @@ def _fit_role(
         spent = max(o.roles[name].sites[k].time_s for o in obs if k in o.roles[name].sites)
         msgs = q["messages"].fit(exhaustive) if "messages" in q else None
         rest = q["rest s"].fit() if "rest s" in q else None
+        share = _share(name, k, obs, waiting_share) if rest is not None else None
         sites.append(SiteModel(one.call, one.where, int(q["count"].P.min()),
                                q["count"].fit(exhaustive), q["bytes"].fit(exhaustive), msgs,
-                               spent, rest))  # fmt: skip
+                               spent, rest, share))  # fmt: skip
     sites.sort(key=lambda s: -s.measured_s)
     return RoleModel(name, compute, sites, sorted({int(p) for p in P}))
+
+
+def _share(role: str, key: str, obs: list[Observation], always: bool = False) -> pmnf.Model | None:
+    """A site's waiting as a share of its role's compute (its calls' time beyond the transfer
+    over the compute), where that foretells each profile at P >= 2 from the others better than
+    the waiting per call as a constant does (leave-one-out over three profiles at least), or
+    `always`: imbalance grows and shrinks with the work, a load's or a partner's delay per call
+    does not. None: the constant per call stays."""
+    pts = []
+    for o in obs:
+        s = o.roles[role].sites.get(key)
+        c = o.roles[role].compute_s
+        if o.nprocs >= 2 and s is not None and s.rest_s is not None and s.count > 0 and c > 0:
+            pts.append((s.rest_s, s.count, c))
+    if len(pts) < (1 if always else 3):
+        return None
+    r, n, c = (np.array(x, dtype=float) for x in zip(*pts, strict=True))
+    f = r * n / c
+    if always:
+        return pmnf.constant(f)
+    if not r.any():
+        return None
+    rows = np.arange(len(r))
+    const = np.array([np.delete(r, i).mean() for i in rows])
+    share = np.array([np.delete(f, i).mean() * c[i] / n[i] for i in rows])
+    if _smape(share, r) < _smape(const, r):
+        return pmnf.constant(f)
+    return None
+
+
+def _smape(pred: np.ndarray, y: np.ndarray) -> float:
+    den = np.abs(pred) + np.abs(y)
+    return float(np.mean(np.where(den > 0, 2 * np.abs(pred - y) / np.where(den > 0, den, 1), 0)))
 
 
 def _notes(model: ScalingModel, obs: list[Observation], axis: SizeAxis) -> list[str]:
@@ -437,6 +491,12 @@ def _notes(model: ScalingModel, obs: list[Observation], axis: SizeAxis) -> list[
         notes.append(
             f"P: two values ({ps[0]}, {ps[1]}): each P term's exponent rests on two points; "
             f"add -n {ps[-1] * 2} for a cross-validated choice"
+        )
+    if 1 in ps and len([p for p in ps if p >= 2]) >= 2:
+        notes.append(
+            "P = 1 is left out of the formulas in P (fitted over P = "
+            f"{', '.join(str(p) for p in ps if p >= 2)}): a rank alone often runs another path "
+            "(no exchange), which a P term through P = 1 would misread"
         )
     if axis.key and len(sizes) == 1:
         notes.append(f"{axis.key} did not vary: no term in N; add profiles at another size")
@@ -483,7 +543,9 @@ def describe_rows(model: ScalingModel, top: int | None = None) -> list[dict[str,
             rows.append(_row(name, f"{label} count", s.count))
             if s.call not in WAITS and size_rule(s.call) != "none":
                 rows.append(_row(name, f"{label} bytes", s.bytes))
-            if s.rest is not None:
+            if s.rest_share is not None:
+                rows.append(_row(name, f"{label} rest / compute", s.rest_share))
+            elif s.rest is not None:
                 rows.append(_row(name, f"{label} rest s/call", s.rest))
             if s.messages is not None and s.messages.formula() != "1":
                 rows.append(_row(name, f"{label} messages/call", s.messages))

@@ -276,6 +276,7 @@ def _role_terms(model, role, rm, n, p, p_range, k, curves, measured_p) -> list[T
         t = max(float(m.evaluate({"P": p, "N": n})), 0.0) * scale
         d, why = _distance(m, n, p, n_range, p_range)
         out.append(Term(role, what, t, t * _rel(m) * (1 + d), extrapolated=bool(why), why=why))
+    compute_t = out[1].time_s  # k compute_s(P', N')
     sent: list[tuple[float, float, float, list[str]]] = []  # (size, messages, rel sd, why)
     recv: list[tuple[float, float, float, list[str]]] = []
     waits = []
@@ -289,7 +290,7 @@ def _role_terms(model, role, rm, n, p, p_range, k, curves, measured_p) -> list[T
         rel = math.hypot(_rel(s.count) * (1 + d_c), _rel(s.bytes) * (1 + d_b))
         why = sorted(set(why_c + why_b))
         label = f"{s.call} @ {s.where}"
-        wait_t, wait_sd = _rest(s, calls, n, p, n_range, p_range, k, why)
+        wait_t, wait_sd = _rest(s, calls, n, p, n_range, p_range, k, why, compute_t)
         if s.call in WAITS:
             waits.append((label, calls, wait_t, wait_sd, why))
             continue
@@ -344,11 +345,15 @@ def _role_terms(model, role, rm, n, p, p_range, k, curves, measured_p) -> list[T
     return out
 
 
-def _rest(s, calls, n, p, n_range, p_range, k, why) -> tuple[float, float]:  # noqa: PLR0913
+def _rest(s, calls, n, p, n_range, p_range, k, why, compute_s) -> tuple[float, float]:  # noqa: PLR0913
     """A site's waiting and overhead beyond its transfer (scaled by k, as computation), and its
-    sd; adds to `why` when that formula is extrapolated."""
+    sd; adds to `why` when that formula is extrapolated. Where the model carries it as a share
+    of the role's compute (imbalance), that share of `compute_s` (already scaled by k)."""
     if s.rest is None or calls == 0 or p < 2:  # one rank waits for nobody
         return 0.0, 0.0
+    if s.rest_share is not None:
+        t = max(float(s.rest_share.evaluate({"P": p, "N": n})), 0.0) * compute_s
+        return t, t * _rel(s.rest_share)
     per = max(float(s.rest.evaluate({"P": p, "N": n})), 0.0)
     d, w = _distance(s.rest, n, p, n_range, p_range)
     why += [x for x in w if x not in why]

@@ -73,7 +73,8 @@ def add_parser(subparsers, argv: Sequence[str] = ()) -> None:
         action="store_true",
         help="each rank's compute as if it had a core to itself: its wall time times its "
         "share of time on a core (the profile's CPU time over its time); for profiles of more "
-        "ranks than cores (--oversubscribe) or taken on a loaded machine",
+        "ranks than cores (--oversubscribe) or taken on a loaded machine; the waiting in "
+        "calls then as a share of the compute (imbalance), not a constant per call",
     )
     f.add_argument("--timeout", type=float, metavar="SEC", help="end a curves measurement "
                    "after SEC seconds")  # fmt: skip
@@ -130,11 +131,12 @@ def _fit(args: argparse.Namespace) -> int:
     check_profiles(obs)  # every one-line refusal before anything is measured
     if not args.no_curves:
         _split_waiting(obs, loaded, args)
-    model = fit_model(obs, search=args.search)
+    model = fit_model(obs, search=args.search, waiting_share=args.cpu_time)
     if args.cpu_time:
         model.notes.append(
             "compute fitted from CPU time (--cpu-time): the program on cores of its own; a "
-            "machine shared with other work runs it slower"
+            "machine shared with other work runs it slower. Waiting in calls is carried as a "
+            "share of the compute (imbalance), not as a constant per call"
         )
     model.compute_probe_s = probe_of_machine(args.results, model.machine)
     write_json(args.out, model.to_json())
