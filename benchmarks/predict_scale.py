@@ -12,9 +12,10 @@ native | --hosts H)` and the real run, back to back. Error = (predicted - measur
 of the job's total_s; a cell is the median prediction against the median measurement.
 
 Scale, simulated (SimGrid SMPI as the peer, _smpi.py): a platform of this machine measured
-once (`cloudhpc platform measure here --env native -n 2`), models fitted for scale (classes W
-and A at P = 1, 2, 4, 8, oversubscribed past this machine's cores, compute from CPU time:
-`model fit --cpu-time`; `--scale-fit 1,2` keeps the size part's) predicted on it at
+once (`cloudhpc platform measure here --env native -n 2`), models fitted for scale (the class
+predicted and the one below, IS A and B, CG FT MG W and A, at P = 2, 4, 8 oversubscribed past
+this machine's cores, each point --scale-per-point times, compute from CPU time: `model fit
+--cpu-time`; `--scale-fit 1,2` keeps the size part's) predicted on it at
 P = 2 and P' = 16, 64 (`predict --model M --size class=C -n P' --platform here.json`:
 collectives extrapolated by MPICH's algorithms) and the reference NPB 3.4 kernel built with
 SMPI's compilers simulated on a SimGrid platform calibrated from that platform file's ping-pong
@@ -30,13 +31,15 @@ Each point is profiled --per-point times (default 3; `model fit` takes each poin
 run) and --rounds F makes F independent fits (each profiles every point again), so that the
 table shows whether the error holds across fits, not for one lucky one.
 
-Run:  .venv/bin/python benchmarks/predict_scale.py --save --rounds 5   # the figures of record
+Run:  .venv/bin/python benchmarks/predict_scale.py --part scale --save  # scale, of record
+      .venv/bin/python benchmarks/predict_scale.py --part size --save   # size, of record
       .venv/bin/python benchmarks/predict_scale.py [--repeat 3] [--out DIR | --save]
       .venv/bin/python benchmarks/predict_scale.py --quick    # IS S,W -> A native; SMPI at A
       .venv/bin/python benchmarks/predict_scale.py --no-smpi  # the measured part alone
-Writes predict_scale.{json,md,png} (and predict_scale_smpi.md); --save also its section of
-benchmarks/RESULTS.md. Needs `make bench` (Debian's libsimgrid-dev for SMPI, mpich for the
-reference); installs nothing.
+Writes predict_scale.{json,md,png} and predict_scale_smpi.{json,md,png}; --save also their
+sections of benchmarks/RESULTS.md (each part its own). Needs `make bench` (Debian's
+libsimgrid-dev for SMPI, mpich for the reference); installs nothing (SMPI's builds of the
+reference kernels are kept in ~/.cache/cloudhpc/npb-smpi/ for the next run).
 """
 
 from __future__ import annotations
