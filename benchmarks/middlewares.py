@@ -20,7 +20,10 @@ after each, the root moving every call: IMB runs with -root_shift 1 -sync 1 here
 Targets (issue 37, best of 3 rounds): 8 B ping-pong, Bcast and Allreduce within IMB + 0.5 us on
 every implementation and environment; 1 MiB collectives within 10 % of IMB; bandwidth from 1 to
 4 MiB >= 0.95 of IMB's. Each table row says met or missed and by what figure; the times shown
-are the best of the rounds (a busy machine only ever slows a run down).
+are the best of the rounds (a busy machine only ever slows a run down). A missed cell says why
+in parentheses, from what was measured: the vCPU placement just before each run (_placement.py:
+this 2-vCPU guest's two speeds, 1 MiB in shared memory 2-4x slower "far" than "near"), the ratio
+of the rounds made in one placement, and each side's own spread over its rounds.
 
 Pictures in the manner of seed 001's Figures 4 and 5 (one line per middleware; latency for short
 messages, bandwidth in Gbit/s for long ones; a row per environment), and the NPB Mop/s.
@@ -51,6 +54,7 @@ import sys
 import time
 from pathlib import Path
 
+from _placement import describe, placement, round_trip_ns
 from common import (
     cli_record,
     load_note,
@@ -207,6 +211,15 @@ def _r(v: float) -> float:
     return float(f"{v:.3g}")
 
 
+PLACEMENT_NOTE = (
+    "A miss's reason in parentheses: vCPU placement is benchmarks/_placement.py's shortest "
+    "cache-line round trip between the two vCPUs just before each run (near ~80-100 ns: host "
+    "cores sharing a cache; far ~360-400 ns; the hypervisor moves them while programs run, and "
+    "shared memory at 1 MiB is 2-4x slower far than near), then the ratio of rounds made in "
+    "one placement and each side's own spread over its rounds."
+)
+
+
 # ---- pictures -----------------------------------------------------------------------------
 COLORS = {"mpich": "tab:blue", "openmpi": "tab:orange", "intelmpi": "tab:green"}
 TITLES = {"mpich": "MPICH", "openmpi": "Open MPI", "intelmpi": "Intel MPI"}
@@ -330,19 +343,27 @@ def _measure(args, impls, envs, sizes, rounds, binaries, pp_args, coll_args, cls
     coll = {i: {e: {c: {w: [] for w in who} for c in COLLECTIVES} for e in envs}
             for i in impls}  # fmt: skip
     npb = {i: {k: {1: [], 2: []} for k in KERNELS} for i in impls}
+    # the vCPU placement (_placement.py) just before each run, beside its figures
+    probe = {i: {e: {w: [] for w in ("cloudhpc", "imb", "imb_coll")} for e in envs}
+             for i in impls}  # fmt: skip
+    probe_coll = {i: {e: {c: [] for c in COLLECTIVES} for e in envs} for i in impls}
     for r in range(rounds):
         for impl in impls:
             for env in envs:
                 print(f"round {r + 1}/{rounds}: {impl} {env}", flush=True)
+                probe[impl][env]["cloudhpc"].append(round_trip_ns())
                 c, py = cloudhpc_pingpong(impl, env, sizes)
                 p2p[impl][env]["cloudhpc"].append(c)
                 p2p[impl][env]["mpi4py"].append(py)
+                probe[impl][env]["imb"].append(round_trip_ns())
                 got = parse_imb(run_imb(impl, env, [str(binaries[impl]), *pp_args]))
                 p2p[impl][env]["imb"].append(got["PingPong"])
                 if args.no_coll:
                     continue
+                probe[impl][env]["imb_coll"].append(round_trip_ns())
                 got = parse_imb(run_imb(impl, env, [str(binaries[impl]), *coll_args]))
                 for op in COLLECTIVES:
+                    probe_coll[impl][env][op].append(round_trip_ns())
                     c, py = cloudhpc_coll(impl, env, op)
                     coll[impl][env][op]["cloudhpc"].append(c)
                     coll[impl][env][op]["mpi4py"].append(py)
@@ -351,12 +372,43 @@ def _measure(args, impls, envs, sizes, rounds, binaries, pp_args, coll_args, cls
                 for kernel in KERNELS:
                     for p in (1, 2):
                         npb[impl][kernel][p].append(npb_mops(impl, kernel, cls, p))
-    return {"p2p": p2p, "coll": coll, "npb": npb}
+    return {"p2p": p2p, "coll": coll, "npb": npb, "probe": probe, "probe_coll": probe_coll}
 
 
 def _med(runs: list[dict[int, float]]) -> dict[int, float]:
     """Per size, the best (smallest) time of the rounds: the issue's targets are best of 3."""
     return {s: min(run[s] for run in runs) for s in runs[0]}
+
+
+def why(size: int, c_runs: list[dict], m_runs: list[dict], c_probe: list, m_probe: list) -> str:
+    """The measured reason for a missed cell at `size`: whether cloudhpc's best round and IMB's
+    ran in different vCPU placements (_placement.py, probed before each run), the ratio of
+    rounds made in one placement, and each side's own spread over the rounds."""
+    c_t, m_t = [run[size] for run in c_runs], [run[size] for run in m_runs]
+    ic, im = c_t.index(min(c_t)), m_t.index(min(m_t))
+    parts = []
+    pc, pm = placement(c_probe[ic]), placement(m_probe[im])
+    if "?" not in (pc, pm) and pc != pm:
+        parts.append(f"best rounds in different vCPU placements (cloudhpc {describe([c_probe[ic]])}"
+                     f", IMB {describe([m_probe[im]])})")  # fmt: skip
+    elif "?" not in (pc, pm):
+        parts.append(f"both best rounds {pc} (cloudhpc {c_probe[ic]:.0f}, IMB "
+                     f"{m_probe[im]:.0f} ns)")  # fmt: skip
+    mixed = len({placement(p) for p in [*c_probe, *m_probe]} - {"?"}) > 1
+    for kind in ("near", "far") if mixed else ():
+        cs = [t for t, p in zip(c_t, c_probe, strict=True) if placement(p) == kind]
+        ms = [t for t, p in zip(m_t, m_probe, strict=True) if placement(p) == kind]
+        if cs and ms:
+            parts.append(f"{kind} rounds alone {min(cs) / min(ms):.2f}x IMB's time")
+    for who, ts in (("IMB", m_t), ("cloudhpc", c_t)):
+        if max(ts) / min(ts) > 1 + COLL_GOAL:
+            parts.append(f"{who}'s own rounds {_r(min(ts))}-{_r(max(ts))} us "
+                         f"({max(ts) / min(ts):.2f}x)")  # fmt: skip
+    if len(c_t) == 1:
+        parts.append("one round: no spread measured")
+    elif not any("own rounds" in p for p in parts):
+        parts.append("each side's rounds within 10 %")
+    return "; ".join(parts)
 
 
 def _report(samples, impls, envs, sizes, rounds, cls, args, wall_s: float) -> None:
@@ -372,10 +424,13 @@ def _report(samples, impls, envs, sizes, rounds, cls, args, wall_s: float) -> No
             ratios = {s: m[s] / c[s] for s in big}  # bandwidth ratio = inverse time ratio
             worst = min(ratios, key=ratios.get)
             mine = []
+            runs = samples["p2p"][impl][env]
+            probes = samples["probe"][impl][env]
+            sides = (runs["cloudhpc"], runs["imb"], probes["cloudhpc"], probes["imb"])
             if lat_diff > LATENCY_GOAL_US:
-                mine.append(f"8 B ping-pong +{lat_diff:.2f} us")
+                mine.append(f"8 B ping-pong +{lat_diff:.2f} us ({why(8, *sides)})")
             if ratios[worst] < BANDWIDTH_GOAL:
-                mine.append(f"bandwidth {ratios[worst]:.2f} at {worst} B")
+                mine.append(f"bandwidth {ratios[worst]:.2f} at {worst} B ({why(worst, *sides)})")
             missed += [f"{TITLES[impl]} {env} {x}" for x in mine]
             rows.append([TITLES[impl], env, round(m[8], 2), round(c[8], 2), round(lat_diff, 2),
                          round(py[8], 2), round(big[0] / m[big[0]], 0),
@@ -397,7 +452,7 @@ def _report(samples, impls, envs, sizes, rounds, cls, args, wall_s: float) -> No
         "(10^6 bytes/s) at 1 MiB; the ratio is the smallest cloudhpc/IMB bandwidth ratio at "
         "1 MiB and above, and where.",
         f"Targets: latency within {LATENCY_GOAL_US} us of IMB's; bandwidth ratio >= "
-        f"{BANDWIDTH_GOAL}. " + _verdict(missed),
+        f"{BANDWIDTH_GOAL}. " + _verdict(missed) + " " + PLACEMENT_NOTE,
     ]
     header = ["implementation", "env", "IMB 8 B (us)", "cloudhpc 8 B (us)", "+us",
               "mpi4py 8 B (us)", "IMB 1 MiB (MB/s)", "cloudhpc 1 MiB (MB/s)",
@@ -415,11 +470,16 @@ def _report(samples, impls, envs, sizes, rounds, cls, args, wall_s: float) -> No
                     c, m, py = (_med(samples["coll"][impl][env][op][w])
                                 for w in ("cloudhpc", "imb", "mpi4py"))  # fmt: skip
                     mine = []
+                    runs = samples["coll"][impl][env][op]
+                    cp = samples["probe_coll"][impl][env][op]
+                    mp = samples["probe"][impl][env]["imb_coll"]
                     if op in ("bcast", "allreduce") and c[8] - m[8] > LATENCY_GOAL_US:
-                        mine.append(f"8 B +{c[8] - m[8]:.2f} us")
+                        reason = why(8, runs["cloudhpc"], runs["imb"], cp, mp)
+                        mine.append(f"8 B +{c[8] - m[8]:.2f} us ({reason})")
                     ratio = c[1 << 20] / m[1 << 20]
                     if abs(ratio - 1) > COLL_GOAL:
-                        mine.append(f"1 MiB {ratio:.2f}x IMB's time")
+                        reason = why(1 << 20, runs["cloudhpc"], runs["imb"], cp, mp)
+                        mine.append(f"1 MiB {ratio:.2f}x IMB's time ({reason})")
                     cmissed += [f"{TITLES[impl]} {env} {op} {x}" for x in mine]
                     crow.append([TITLES[impl], env, op, *(v for s in COLL_SIZES
                                  for v in (_r(m[s]), _r(c[s]), _r(py[s]))),
@@ -433,7 +493,7 @@ def _report(samples, impls, envs, sizes, rounds, cls, args, wall_s: float) -> No
             f"{common} {imb} t_avg in us: one call's time averaged over the ranks (IMB's), each "
             "call timed with a barrier after it, the root moving every call. Targets: Bcast and "
             f"Allreduce at 8 B within {LATENCY_GOAL_US} us of IMB, every collective at 1 MiB "
-            f"within {COLL_GOAL:.0%}. " + _verdict(cmissed)
+            f"within {COLL_GOAL:.0%}. " + _verdict(cmissed) + " " + PLACEMENT_NOTE
         )
         write_markdown("middlewares_coll", "Collectives at P = 2: cloudhpc against IMB-MPI1",
                        header, crow, [coll_note])  # fmt: skip

@@ -1,0 +1,48 @@
+"""A benchmark cell that misses issue 37's target names what was measured about it: the vCPU
+placement each run started in (benchmarks/_placement.py), the rounds made in one placement, and
+each side's own spread (middlewares.why, npb_mops.verdict)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import _placement  # noqa: E402
+import middlewares  # noqa: E402
+import npb_mops  # noqa: E402
+
+MiB = 1 << 20
+
+
+def test_placement_is_near_or_far_by_the_measured_modes():
+    assert _placement.placement(90) == "near" and _placement.placement(380) == "far"
+    assert _placement.placement(None) == "?"
+    assert _placement.describe([90, 381]) == "near/far (90-381 ns)"
+    assert _placement.describe([None]) == "no probe"
+
+
+def test_a_1mib_cell_names_best_rounds_in_different_placements():
+    # the quiet run's Open MPI Allreduce: cloudhpc's one fast round against IMB's three slow
+    c = [{MiB: 565.0}, {MiB: 576.0}, {MiB: 142.0}]
+    m = [{MiB: 571.0}, {MiB: 600.0}, {MiB: 568.0}]
+    why = middlewares.why(MiB, c, m, [380, 390, 90], [370, 375, 380])
+    assert "different vCPU placements (cloudhpc near (90 ns), IMB far (380 ns))" in why
+    assert "far rounds alone 0.99x IMB's time" in why  # 565 / 568: no loss in one placement
+    assert "cloudhpc's own rounds 142.0-576.0 us (4.06x)" in why
+    same = middlewares.why(MiB, c, m, [380, 390, 390], [370, 375, 380])
+    assert "different" not in same and "both best rounds far" in same
+    assert middlewares.why(8, [{8: 1.0}], [{8: 0.2}], [90], [90]).endswith("no spread measured")
+
+
+def test_an_npb_miss_says_placements_and_spreads():
+    row = {"ours_over_reference": 1.15, "ours_over_reference_rounds": [1.25, 1.0, 1.15],
+           "native_mops_rounds": [5686, 5000, 5443], "native_probe_ns_rounds": [90, 380, 95],
+           "reference_mops_rounds": [4081, 4899, 4700],
+           "reference_probe_ns_rounds": [380, 370, 100]}  # fmt: skip
+    v = npb_mops.verdict(row)
+    assert v.startswith("missed (rounds 1.00-1.25: a round met it")
+    assert "reference's Mop/s 4081-4899" in v and "cloudhpc's Mop/s 5000-5686" in v
+    assert "rounds started in one placement: 1.00 (far), 1.15 (near)" in v
+    assert npb_mops.verdict({**row, "ours_over_reference": 1.3}) == "met"
