@@ -96,3 +96,26 @@ def test_bad_points_are_refused():
         fit({"P": [1, 2]}, [1.0, 2.0, 3.0])
     with pytest.raises(ValueError):
         fit({"P": []}, [])
+
+
+def test_a_given_work_term_spends_two_sizes_on_the_constant():
+    """Two sizes at P = 1, 2 of 0.01 + 3e-8 N / P: Extra-P's search rounds the log-ratio of
+    two points (no constant: N^(3/4)-ish), a given N term recovers the constant and P's
+    exponent exactly; two points alone (one P) go through the line's two points."""
+    P = np.array([1, 2, 1, 2], dtype=float)
+    N = np.array([2**16, 2**16, 2**20, 2**20], dtype=float)
+    y = 0.01 + 3e-8 * N / P
+    work = Factor("N", Fraction(1))
+    assert fit({"P": P, "N": N}, y).formula() != "0.01 + 3e-08 * P^-1 * N"
+    m = fit({"P": P, "N": N}, y, fixed={"N": work})
+    assert m.formula() == "0.01 + 3e-08 * P^-1 * N"
+    assert m.evaluate({"P": 2, "N": 2**23}) == pytest.approx(0.01 + 3e-8 * 2**22)
+    two = fit({"P": P[::2], "N": N[::2]}, y[::2], fixed={"N": work})
+    assert two.formula() == "0.01 + 3e-08 * N" and two.cv_smape is None
+    # a line through two points that would need a negative fixed cost: the term alone
+    down = fit({"N": N[:2] * [1, 16]}, np.array([1.0, 40.0]), fixed={"N": work})
+    assert down.constant == 0 and down.coefficients[0] > 0
+    nlogn = Factor("N", Fraction(1), 1)
+    m = fit({"N": N[:2] * [1, 2]}, 2 + 1e-6 * (N[:2] * [1, 2]) * np.log2(N[:2] * [1, 2]),
+            fixed={"N": nlogn})  # fmt: skip
+    assert m.formula() == "2 + 1e-06 * N * log2(N)"

@@ -505,3 +505,44 @@ def test_cpu_time_fit_scales_the_waiting_by_the_share_too():
     assert waited  # the Allreduce: 0.18 ms per call against a ~10 us transfer
     for k, rest in waited.items():
         assert cpu.roles["other ranks"].sites[k].rest_s == pytest.approx(0.4 * rest)
+
+
+def test_two_sizes_fit_compute_with_the_kernels_operation_count():
+    """Two sizes: compute's N term is NPB IS's operation count (N), with a constant, under
+    Extra-P's own search too (without it: the rounded log-ratio of two points, no constant);
+    the model file keeps the term and the notes say it was assumed, not fitted."""
+    m = fitted("extrap")
+    assert m.size.work is not None and m.size.work.text() == "N"
+    assert m.roles["rank 0"].compute_s.formula() == "0.01 + 3e-08 * P^-1 * N"
+    # the other ranks (P = 2 only: two points) go through both: 0.01 + 3e-8 N / 2
+    assert m.roles["other ranks"].compute_s.formula() == "0.01 + 1.5e-08 * N"
+    assert any("compute's N term is assumed" in n and "operation count" in n for n in m.notes)
+    back = ScalingModel.from_json(json.loads(json.dumps(m.to_json())))
+    assert back.size.work == m.size.work
+    p = predict(m, "A", 2, platform())
+    compute = next(t for t in p.terms if t.role == "other ranks" and t.what == "compute")
+    assert compute.time_s == pytest.approx(0.01 + 3e-8 * 2**23 / 2)
+
+
+def test_start_up_is_the_mean_at_p_of_two_or_more():
+    """One rank alone loads its kernels faster than two on this machine: the start-up constant
+    is the profiles' at P >= 2 (what a prediction at P' >= 2 pays)."""
+    obs = []
+    for c in "SW":
+        for P in (1, 2):
+            prof, rec = make_profile(P, c)
+            if P == 1:
+                rec["extra"]["app_timings"]["phases"]["jit"] = 0.05
+            obs.append(observe(prof, rec))
+    m = fit_model(obs)
+    assert m.startup_s.formula() == "0.15"
+    assert m.startup_s.points == 2
+
+
+def test_kmeans_declares_its_work_in_n():
+    """An app's module declares how its work grows (k-means: WORK = {"n": (1, 0)})."""
+    from cloudhpc.analysis.scaling import _app_work
+
+    assert _app_work("kmeans", "n").text() == "N"
+    assert _app_work("kmeans", "d") is None
+    assert _app_work("no-such-app", "n") is None

@@ -432,11 +432,13 @@ def fit(
     *,
     negative: frozenset[str] | set[str] = frozenset({"P"}),
     exhaustive: bool = False,
+    fixed: dict[str, Factor] | None = None,
 ) -> Model:
     """The formula for `values` measured at `points` ({parameter: values}, one per point), by
     the search of the module's docstring. `negative`: parameters that may take negative
     exponents; `exhaustive`: two parameters try every pair of building blocks instead of each
-    parameter's best single-parameter term (Extra-P's greedy)."""
+    parameter's best single-parameter term (Extra-P's greedy); `fixed`: parameters whose term
+    is given, not searched (`fit_fixed`)."""
     pts = {k: np.asarray(v, dtype=float) for k, v in points.items()}
     y = np.asarray(values, dtype=float)
     if y.ndim != 1 or any(v.shape != y.shape for v in pts.values()):
@@ -450,6 +452,9 @@ def fit(
     varied = [p for p in pts if len(np.unique(pts[p])) >= 2]
     if not varied:
         return const
+    fixed = {p: f for p, f in (fixed or {}).items() if p in varied}
+    if fixed:
+        return fit_fixed(pts, y, fixed, negative)
     if exhaustive and len(varied) == 2:
         # every pair of blocks, not each parameter's best alone (not Extra-P's)
         fa, fb = (blocks_for(p, pts[p], p in negative) for p in varied)
@@ -477,6 +482,57 @@ def fit(
     else:  # more parameters: their product, their sum
         forms = [[tuple(f for t in chosen for f in t)], list(chosen)]
     return _or_constant(_best(_terms_family(forms, pts, n), y, pts), const)
+
+
+def fit_fixed(
+    pts: dict[str, np.ndarray],
+    y: np.ndarray,
+    fixed: dict[str, Factor],
+    negative: frozenset[str] | set[str] = frozenset({"P"}),
+) -> Model:
+    """y = c0 + c1 * t, where t is the given terms' product (`fixed`: the work a size
+    parameter stands for, e.g. N or N log2(N)) times one building block of each other varied
+    parameter (or none), c0 >= 0 and c1 > 0; the blocks and whether c0 is kept are chosen by
+    leave-one-out SMAPE among every such hypothesis (with the other terms known, each block is
+    tried with the constant: Extra-P's per-parameter lines would lower P's exponent where a
+    fixed cost is in them).
+
+    With two values of a parameter, a searched exponent is the two points' log-ratio rounded
+    to Extra-P's set: between the blocks 1 and 5/4 that rounding alone is 8^(1/8) = 1.3x at
+    8x the largest size, and a fixed cost at the small size lowers it further. A given term
+    spends the two points on the constant instead, which the search cannot tell from an
+    exponent. With two points and nothing else varied the line goes through them (no point is
+    left to cross-validate it: cv_smape is None)."""
+    n = len(y)
+    base: Term = tuple(fixed.values())
+    options: list[Term] = [()]
+    for p in pts:
+        if p in fixed or len(np.unique(pts[p])) < 2:
+            continue
+        options = [t + (f,) for t in options for f in blocks_for(p, pts[p], p in negative)] + [
+            t for t in options
+        ]
+    options = [t + base for t in options]  # the other parameters' factors first, as Extra-P
+    if n <= 2 and len(options) == 1:
+        t = term_values(base, pts, n)
+        if len(np.unique(t)) < 2:
+            return _constant(y)
+        i, j = int(np.argmin(t)), int(np.argmax(t))
+        c1 = (y[j] - y[i]) / (t[j] - t[i])
+        c0 = y[i] - c1 * t[i]
+        if c1 <= 0:  # no growth with the work: the mean
+            return _constant(y)
+        if c0 < 0:  # no negative fixed cost: the term alone, by least squares
+            c0, c1 = 0.0, float(np.dot(t, y) / np.dot(t, t))
+        return _quality(Model(float(c0), [base], [float(c1)]), pts, y)
+    T = np.stack([term_values(t, pts, n) for t in options])  # hypotheses x n
+    order = np.arange(len(options))
+    fams = [
+        _Family(T[:, :, None], False, lambda h: [options[h]], order),
+        _Family(np.stack([np.ones_like(T), T], axis=2), True, lambda h: [options[h]], order),
+    ]
+    best = _best(fams, y, pts)
+    return best if best is not None else _constant(y)
 
 
 def describe(m: Model) -> str:

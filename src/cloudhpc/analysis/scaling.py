@@ -52,6 +52,7 @@ class SizeAxis:
     meaning: str
     table: dict[str, float] | None = None
     iterations: dict[str, int] | None = None
+    work: pmnf.Factor | None = None  # how the work grows with N (the app's op count), if known
 
     def value_of(self, given: Any) -> float:
         """N for a size as the user gives it (`A` for class=A, `1000000` for n=1000000)."""
@@ -73,11 +74,21 @@ class SizeAxis:
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "parameter": "N", "meaning": self.meaning, "table": self.table,
-                "iterations": self.iterations}  # fmt: skip
+                "iterations": self.iterations,
+                "work": self.work.to_json() if self.work else None}  # fmt: skip
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> SizeAxis:
-        return cls(d.get("key"), str(d.get("meaning", "")), d.get("table"), d.get("iterations"))
+        w = d.get("work")
+        return cls(d.get("key"), str(d.get("meaning", "")), d.get("table"), d.get("iterations"),
+                   pmnf.Factor.from_json(w) if w else None)  # fmt: skip
+
+
+def work_factor(exponent: int, log: int) -> pmnf.Factor:
+    """N^exponent * log2(N)^log: the term an app's op count grows by."""
+    from fractions import Fraction
+
+    return pmnf.Factor("N", Fraction(exponent), log)
 
 
 def size_axis(obs: list[Observation]) -> tuple[SizeAxis, list[float]]:
@@ -105,7 +116,7 @@ def size_axis(obs: list[Observation]) -> tuple[SizeAxis, list[float]]:
         from ..npb.sizes import problem_sizes
 
         sizes = problem_sizes(str(first.params.get("kernel")))
-        axis = SizeAxis("class", sizes.meaning, sizes.n, sizes.iterations)
+        axis = SizeAxis("class", sizes.meaning, sizes.n, sizes.iterations, work_factor(*sizes.work))
         return axis, [axis.value_of(o.params.get("class")) for o in obs]
     if not varied:
         return SizeAxis(None, "fixed: no size parameter varied"), [1.0] * len(obs)
@@ -119,7 +130,20 @@ def size_axis(obs: list[Observation]) -> tuple[SizeAxis, list[float]]:
                 "must be a positive number"
             )
         values.append(float(v))
-    return SizeAxis(key, f"the app's parameter {key}"), values
+    return SizeAxis(key, f"the app's parameter {key}", work=_app_work(first.app, key)), values
+
+
+def _app_work(app: str, key: str) -> pmnf.Factor | None:
+    """The term an app's work grows by in its size parameter `key`, where the app declares it
+    (its module's WORK = {parameter: (exponent, log exponent)}: k-means' n is (1, 0))."""
+    from ..apps.registry import job_spec
+
+    try:
+        spec = job_spec(app)
+    except Exception:  # an app this cloudhpc does not know: no declared work
+        return None
+    work = getattr(getattr(spec, "module", None), "WORK", None) or {}
+    return work_factor(*work[key]) if key in work else None
 
 
 def _hashable(v: Any) -> Any:
@@ -278,14 +302,14 @@ def fit_model(obs: list[Observation], *, search: str = "extrap",
     obs, ns = merge_repeats(obs, all_ns)  # repeats of a point: their minimum time, median counts
     P = np.array([o.nprocs for o in obs], dtype=float)
     N = np.array(ns)
-    # loading kernels costs the same at any P and N: a term would only fit the load's noise
-    startup = pmnf.constant([o.startup_s for o in obs])
+    # loading kernels costs the same at any N: a term would only fit the load's noise
+    startup = pmnf.constant(np.array([o.startup_s for o in obs])[startup_points(P)])
     roles = {}
     for name in (ROLE0, OTHERS):
         idx = _fitted_points(obs, name)
         if idx:
             roles[name] = _fit_role(name, [obs[i] for i in idx], P[idx], N[idx],
-                                    search == "pairs", waiting_share)  # fmt: skip
+                                    search == "pairs", waiting_share, axis.work)  # fmt: skip
     model = ScalingModel(
         workload={
             "app": first.app,
@@ -376,22 +400,31 @@ class FitInput:
     P: np.ndarray
     N: np.ndarray
     values: np.ndarray
+    work: pmnf.Factor | None = None  # compute's N term, given: fitted with a constant
 
     def fit(self, exhaustive: bool = False) -> pmnf.Model:
         """The quantity's formula; the rest per call beyond the transfer is its mean over the
-        profiles at P >= 2 (module docstring)."""
+        profiles at P >= 2 (module docstring); compute with a given work term (`work`, where
+        the profiles have two sizes) is c0 + c1 * work * (P's term) (pmnf.fit_fixed)."""
         if self.quantity == "rest s":
             multi = self.P >= 2
             return pmnf.constant(self.values[multi] if multi.any() else self.values)
-        return pmnf.fit({"P": self.P, "N": self.N}, self.values, exhaustive=exhaustive)
+        fixed = {"N": self.work} if self.work is not None else None
+        return pmnf.fit({"P": self.P, "N": self.N}, self.values, exhaustive=exhaustive,
+                        fixed=fixed)  # fmt: skip
 
 
-def role_inputs(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray) -> list[FitInput]:
-    """A role's quantities: its compute time over every profile; per site, its calls from the
-    smallest P it appeared at (0 where it is missing above), its bytes and messages per call
-    where it has calls."""
+def role_inputs(
+    name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray,
+    work: pmnf.Factor | None = None,
+) -> list[FitInput]:  # fmt: skip
+    """A role's quantities: its compute time over every profile (with the work term `work`
+    given where there are two sizes: fixed_work); per site, its calls from the smallest P it
+    appeared at (0 where it is missing above), its bytes and messages per call where it has
+    calls."""
     out = [FitInput(name, None, "compute s", P, N,
-                    np.array([o.roles[name].compute_s for o in obs]))]  # fmt: skip
+                    np.array([o.roles[name].compute_s for o in obs]),
+                    fixed_work(work, N))]  # fmt: skip
     for k in sorted({k for o in obs for k in o.roles[name].sites}):
         present = [i for i, o in enumerate(obs) if k in o.roles[name].sites]
         from_p = min(P[i] for i in present)
@@ -409,23 +442,42 @@ def role_inputs(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray)
     return out
 
 
+def fixed_work(work: pmnf.Factor | None, N: np.ndarray) -> pmnf.Factor | None:
+    """The work term compute is fitted with: the app's op count where the profiles have two
+    sizes (an exponent searched on two points is their noisy ratio, rounded); None with three
+    or more (the search can cross-validate one) or one."""
+    return work if work is not None and len(np.unique(N)) == 2 else None
+
+
+def startup_points(P: np.ndarray) -> np.ndarray:
+    """Which points the start-up constant is the mean of: those at P >= 2 where there are
+    any. Alone a rank loads its kernels in about half the time two ranks take on this machine
+    (0.04 against 0.09 s for NPB IS, load 3-7), and predictions are for P' >= 2."""
+    multi = P >= 2
+    return multi if multi.any() else np.ones_like(P, dtype=bool)
+
+
 def fit_inputs(obs: list[Observation]) -> list[FitInput]:
     """Every quantity a model of these profiles fits (start-up first, then per role)."""
-    _, ns = size_axis(obs)
+    axis, ns = size_axis(obs)
     obs, ns = merge_repeats(obs, ns)
     P = np.array([o.nprocs for o in obs], dtype=float)
     N = np.array(ns)
-    out = [FitInput("every rank", None, "start-up s", P, N, np.array([o.startup_s for o in obs]))]
+    at = startup_points(P)
+    out = [FitInput("every rank", None, "start-up s", P[at], N[at],
+                    np.array([o.startup_s for o in obs])[at])]  # fmt: skip
     for name in (ROLE0, OTHERS):
         idx = _fitted_points(obs, name)
         if idx:
-            out += role_inputs(name, [obs[i] for i in idx], P[idx], N[idx])
+            out += role_inputs(name, [obs[i] for i in idx], P[idx], N[idx], axis.work)
     return out
 
 
-def _fit_role(name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray,
-              exhaustive: bool, waiting_share: bool = False) -> RoleModel:  # fmt: skip
-    inputs = role_inputs(name, obs, P, N)
+def _fit_role(
+    name: str, obs: list[Observation], P: np.ndarray, N: np.ndarray, exhaustive: bool,
+    waiting_share: bool = False, work: pmnf.Factor | None = None,
+) -> RoleModel:  # fmt: skip
+    inputs = role_inputs(name, obs, P, N, work)
     compute = inputs[0].fit(exhaustive)
     by_site: dict[str, dict[str, FitInput]] = {}
     for fi in inputs[1:]:
@@ -500,6 +552,14 @@ def _notes(model: ScalingModel, obs: list[Observation], axis: SizeAxis) -> list[
         )
     if axis.key and len(sizes) == 1:
         notes.append(f"{axis.key} did not vary: no term in N; add profiles at another size")
+    elif axis.key and len(sizes) == 2 and axis.work is not None:
+        notes.append(
+            f"N: two sizes ({axis.key} = {', '.join(map(str, sizes))}): compute's N term is "
+            f"assumed, not fitted: {axis.work.text()}, the app's operation count, with a "
+            "constant (two points cannot tell an exponent from the noise); it assumes the "
+            "time per operation stays that of the fitted sizes (not where the data leave a "
+            "cache); counts and bytes are fitted; add a third size to fit compute's exponent"
+        )
     elif axis.key and len(sizes) == 2:
         notes.append(
             f"N: two sizes ({axis.key} = {', '.join(map(str, sizes))}): each N term's exponent "

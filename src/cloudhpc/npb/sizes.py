@@ -22,6 +22,10 @@ MEANING = {
     "ep": "random pairs, 2^(M + 1)",
 }
 MODULES = {"is": "is_", "cg": "cg", "mg": "mg", "ft": "ft", "ep": "ep"}
+#: how each kernel's operations per iteration grow with N, as (exponent of N, exponent of
+#: log2 N): NPB's own operation counts (the Mop/s each kernel reports) are linear in the keys,
+#: nonzeros and grid points, FT's 3-D FFTs N log2(N)
+WORK = {"is": (1, 0), "cg": (1, 0), "mg": (1, 0), "ft": (1, 1), "ep": (1, 0)}
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,7 @@ class ProblemSizes:
     meaning: str
     n: dict[str, float]  # class -> N
     iterations: dict[str, int]  # class -> timed iterations
+    work: tuple[int, int] = (1, 0)  # operations per iteration ~ N^a log2(N)^b
 
 
 def problem_sizes(kernel: str) -> ProblemSizes:
@@ -50,4 +55,4 @@ def problem_sizes(kernel: str) -> ProblemSizes:
             n[cls], its[cls] = float(row[0] * row[1] * row[2]), int(row[3])
         else:  # ep
             n[cls], its[cls] = float(2 ** (row[0] + 1)), 1
-    return ProblemSizes(kernel, MEANING[kernel], n, its)
+    return ProblemSizes(kernel, MEANING[kernel], n, its, WORK[kernel])

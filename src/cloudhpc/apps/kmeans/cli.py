@@ -32,6 +32,9 @@ MODELS = ("mapreduce", "spmd")
 RTOL = 1e-9  # --check: max |c - c_ref| / max |c_ref|
 # --checkpoint-every, --restart, --restarts: the iterative model saves the centers (dynamic data)
 CHECKPOINTS = True
+#: how a run's work grows with its size parameter (scaling models, analysis/scaling.py): each
+#: Lloyd iteration computes n x k distances in d dimensions
+WORK = {"n": (1, 0)}
 
 
 def check_checkpoints(params: dict[str, Any]) -> None:
