@@ -38,7 +38,9 @@ def test_first_collective_size_warms_up_longer():
     # Intel MPI's 8 B Bcast runs slow for the first ~1000 calls of a process (bench/sizes.py)
     assert warmups(1000) == 100 and warmups(1000, first=True) == 2000
     assert warmups(38, first=True) == 76  # 1 MiB first: two loops' worth, not 2000 MiB
-    assert warmups(10, first=True) == 20 and warmups(3) == 2
+    assert warmups(10, first=True) == 20
+    # IMB's floor (MIN_WARMUP_ITERS): a 1 MiB Alltoall's 19 repetitions warm up 10, not 1 or 2
+    assert warmups(19) == 10 and warmups(3) == 3 and warmups(400) == 40
     assert warmups(1000, 5, first=True) == 5  # --warmup wins
 
 

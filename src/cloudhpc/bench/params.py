@@ -49,8 +49,8 @@ COMMON = (
         "after timing each size, move a known pattern once and compare what arrived (osu -c / "
         "IMB -check); recorded as `verified`, exit status 1 when it fails",
     ),
-    Param("warmup", int, None, "untimed warm-up repetitions per size (default: a tenth, at "
-          "least 2)", min=0, metavar="N"),
+    Param("warmup", int, None, "untimed warm-up repetitions per size (default IMB's: a tenth, "
+          "at least 10; a collective's first size up to 2000)", min=0, metavar="N"),
 )  # fmt: skip
 
 

@@ -2,8 +2,9 @@
 
 Sizes default to 0, 1, 2, 4 ... 4 MiB. Repetitions follow IMB: 1000 per size, fewer for large
 messages so that each size moves about OVERALL_VOL bytes (IMB's default is 40 MB), with a floor.
-Warm-up iterations (not timed) are a tenth of that, at least 2; a collective's first size in a
-process gets more (`first=True`, below). MB = 10^6 bytes.
+Warm-up iterations (not timed) are IMB's (IMB_warm_up.c): a tenth of that, at least
+MIN_WARMUP (or all of them when fewer); a collective's first size in a process gets more
+(`first=True`, below). MB = 10^6 bytes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ MAX_DEFAULT = 4 * 1024 * 1024
 OVERALL_VOL = 40_000_000
 MAX_REPS = 1000
 MIN_REPS = 10
+# IMB's MIN_WARMUP_ITERS. With a floor of 2, Open MPI's 1 MiB Alltoall (19 repetitions) timed the
+# ramp of its first calls (per call 254, 123, 109 us, then 100-105; load ~7): 1.10x IMB's time in
+# the quiet run of 2026-11-28 (cloudhpc 115-117 us, its mpi4py loop after it 105-111, IMB 104-111).
+MIN_WARMUP = 10
 
 
 # A process's first collective loop: Intel MPI 2021.18's 8 B Bcast in shared memory ran 1-2 us a
@@ -88,9 +93,10 @@ def repetitions(nbytes: int, iters: int | None = None) -> int:
 
 
 def warmups(reps: int, warmup: int | None = None, first: bool = False) -> int:
-    """Untimed calls before `reps` timed ones: `warmup` if given, else a tenth (at least 2);
-    the first size a process times gets min(FIRST_WARMUP, 2 * reps) if that is more."""
+    """Untimed calls before `reps` timed ones: `warmup` if given, else IMB's (a tenth, at least
+    min(MIN_WARMUP, reps)); the first size a process times gets min(FIRST_WARMUP, 2 * reps) if
+    that is more."""
     if warmup is not None:
         return warmup
-    n = max(2, reps // 10)
+    n = max(reps // 10, min(MIN_WARMUP, reps))
     return max(n, min(FIRST_WARMUP, 2 * reps)) if first else n
