@@ -54,7 +54,7 @@ import sys
 import time
 from pathlib import Path
 
-from _placement import describe, placement, round_trip_ns
+from _placement import KINDS, describe, placement, round_trip_ns
 from common import (
     cli_record,
     load_note,
@@ -214,7 +214,8 @@ def _r(v: float) -> float:
 PLACEMENT_NOTE = (
     "A miss's reason in parentheses: vCPU placement is benchmarks/_placement.py's shortest "
     "cache-line round trip between the two vCPUs just before each run (near ~80-100 ns: host "
-    "cores sharing a cache; far ~360-400 ns; the hypervisor moves them while programs run, and "
+    "cores sharing a cache; far ~360-400 ns; between: 150-300 ns; the hypervisor moves them "
+    "while programs run, and "
     "shared memory at 1 MiB is 2-4x slower far than near), then the ratio of rounds made in "
     "one placement and each side's own spread over its rounds."
 )
@@ -395,7 +396,7 @@ def why(size: int, c_runs: list[dict], m_runs: list[dict], c_probe: list, m_prob
         parts.append(f"both best rounds {pc} (cloudhpc {c_probe[ic]:.0f}, IMB "
                      f"{m_probe[im]:.0f} ns)")  # fmt: skip
     mixed = len({placement(p) for p in [*c_probe, *m_probe]} - {"?"}) > 1
-    for kind in ("near", "far") if mixed else ():
+    for kind in KINDS if mixed else ():
         cs = [t for t, p in zip(c_t, c_probe, strict=True) if placement(p) == kind]
         ms = [t for t, p in zip(m_t, m_probe, strict=True) if placement(p) == kind]
         if cs and ms:

@@ -362,7 +362,8 @@ def markdown(rows: list[dict], meta: dict) -> str:
                 "",
                 "A miss's reason: the within-round ratios' range, each side's own spread, "
                 "and the vCPU placement each run started in (benchmarks/_placement.py: near "
-                "~80-100 ns, far ~360-400 ns cache-line round trip between the two vCPUs; "
+                "~80-100 ns, far ~360-400 ns, between 150-300 ns: the cache-line round trip "
+                "between the two vCPUs; "
                 "the hypervisor moves them, and P = 2 runs at different speeds in the two).",
             ]
         )

@@ -18,7 +18,7 @@ MiB = 1 << 20
 
 def test_placement_is_near_or_far_by_the_measured_modes():
     assert _placement.placement(90) == "near" and _placement.placement(380) == "far"
-    assert _placement.placement(None) == "?"
+    assert _placement.placement(240) == "between" and _placement.placement(None) == "?"
     assert _placement.describe([90, 381]) == "near/far (90-381 ns)"
     assert _placement.describe([None]) == "no probe"
 
