@@ -522,6 +522,9 @@ def test_two_sizes_fit_compute_with_the_kernels_operation_count():
     p = predict(m, "A", 2, platform())
     compute = next(t for t in p.terms if t.role == "other ranks" and t.what == "compute")
     assert compute.time_s == pytest.approx(0.01 + 3e-8 * 2**23 / 2)
+    assert any("not cross-validated" in w for w in compute.why)
+    r0 = next(t for t in p.terms if t.role == "rank 0" and t.what == "compute")
+    assert not any("not cross-validated" in w for w in r0.why)
 
 
 def test_start_up_is_the_mean_at_p_of_two_or_more():

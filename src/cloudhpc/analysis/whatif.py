@@ -275,7 +275,11 @@ def _role_terms(model, role, rm, n, p, p_range, k, curves, measured_p) -> list[T
     for what, m, scale in (("start-up", model.startup_s, 1.0), ("compute", rm.compute_s, k)):
         t = max(float(m.evaluate({"P": p, "N": n})), 0.0) * scale
         d, why = _distance(m, n, p, n_range, p_range)
-        out.append(Term(role, what, t, t * _rel(m) * (1 + d), extrapolated=bool(why), why=why))
+        ex = bool(why)
+        if m.terms and m.cv_smape is None:  # a line through its two points (pmnf.fit_fixed)
+            why.append("a line through two points: not cross-validated, its error is not in "
+                       "the range")  # fmt: skip
+        out.append(Term(role, what, t, t * _rel(m) * (1 + d), extrapolated=ex, why=why))
     compute_t = out[1].time_s  # k compute_s(P', N')
     sent: list[tuple[float, float, float, list[str]]] = []  # (size, messages, rel sd, why)
     recv: list[tuple[float, float, float, list[str]]] = []
