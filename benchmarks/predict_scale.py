@@ -53,6 +53,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 from common import (
@@ -387,7 +388,8 @@ def plot_scale(cells: list[dict], path: str) -> None:
     save_figure(fig, path, dpi=120)
 
 
-def write_scale(cells: list[dict], version: str) -> str:
+def write_scale(cells: list[dict], version: str, args: argparse.Namespace, wall_s: float,
+                machine_: str) -> str:  # fmt: skip
     header = ["workload", "P", "SMPI s (reference)", "cloudhpc s (range)", "measured ref s",
               "measured cloudhpc s", "closer", "speedup cloudhpc / SMPI", "load"]  # fmt: skip
     table = []
@@ -413,6 +415,18 @@ def write_scale(cells: list[dict], version: str) -> str:
         f"SimGrid SMPI ({version}) simulates the reference NPB 3.4 kernel on a platform calibrated "
         "from the same platform file cloudhpc predicts from (_smpi.py); at P = 2 each is "
         "compared with a measurement of its own program, at P' their speedups from P = 2.",
+        f"Machine: {machine_}. cloudhpc's models: "
+        + (
+            "the size part's (S and W at P = 1, 2)"
+            if args.scale_fit_procs == [1, 2]
+            else f"profiles at P = {', '.join(map(str, args.scale_fit_procs))} (oversubscribed "
+            f"past the cores), {args.scale_per_point} per point, of classes "
+            f"{','.join(args.scale_fit_classes) or 'predicted and the one below'} "
+            "(`model fit --cpu-time`)"
+        )
+        + "; the load average (1 min) of each row is beside it. This part "
+        f"took {wall_s / 60:.1f} min (profiles, platform measure, SMPI builds and simulations, "
+        "the runs at P = 2).",
         headline + ".",
     ]
     md = write_markdown("predict_scale_smpi", "Scaling models at P' against SimGrid SMPI",
@@ -594,11 +608,12 @@ def main() -> None:
                 cluster.down(cname)
     finally:
         shutil.rmtree(state, ignore_errors=True)
+    began = time.monotonic()
     scale = scale_part(args, models) if smpi else []
     if scale:
         import _smpi
 
-        write_scale(scale, _smpi.version())
+        write_scale(scale, _smpi.version(), args, time.monotonic() - began, start)
     if args.part == "scale":
         return
     cells = summarise(rows)
