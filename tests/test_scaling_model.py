@@ -549,3 +549,21 @@ def test_kmeans_declares_its_work_in_n():
     assert _app_work("kmeans", "n").text() == "N"
     assert _app_work("kmeans", "d") is None
     assert _app_work("no-such-app", "n") is None
+
+
+def test_a_target_whose_data_leave_the_cache_is_named():
+    """IS's rank data by its estimate: S 0.5 MiB, W 8.25 MiB at P = 2 (9 at P = 1), A 66 MiB:
+    with a 32 MiB last-level cache the class A prediction says compute is likely low; with a
+    larger cache, or one the fitted sizes already outgrew, it says nothing."""
+    m = fitted("extrap")
+    m.llc_bytes = 32 << 20
+    back = ScalingModel.from_json(json.loads(json.dumps(m.to_json())))
+    assert back.llc_bytes == 32 << 20
+    p = predict(back, "A", 2, platform())
+    assert any("last-level cache (32 MiB)" in n and "under-predicted" in n for n in p.notes)
+    compute = [t for t in p.terms if t.what == "compute"]
+    assert all(any("leave the cache" in w for w in t.why) for t in compute)
+    for llc in (1 << 30, 4 << 20, None):
+        m.llc_bytes = llc
+        p = predict(m, "A", 2, platform())
+        assert not any("last-level cache" in n for n in p.notes)

@@ -227,6 +227,7 @@ class ScalingModel:
     created_at: str = ""
     search: str = "extrap"
     compute_probe_s: float | None = None  # of the profiles' machine, where a record had one
+    llc_bytes: int | None = None  # the profiles' machine's last-level cache, if fitted there
 
     @property
     def p_range(self) -> tuple[int, int]:
@@ -250,6 +251,7 @@ class ScalingModel:
             "env": self.env,
             "machine": self.machine,
             "compute_probe_s": self.compute_probe_s,
+            "llc_bytes": self.llc_bytes,
             "search": self.search,
             "profiles": self.profiles,
             "range": {"P": list(self.p_range), "N": list(self.n_range)},
@@ -281,6 +283,7 @@ class ScalingModel:
                 created_at=str(d.get("created_at", "")),
                 search=str(d.get("search", "extrap")),
                 compute_probe_s=d.get("compute_probe_s"),
+                llc_bytes=d.get("llc_bytes"),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CloudhpcError(f"{where} is damaged: {type(e).__name__}: {e}") from None
@@ -334,6 +337,7 @@ def fit_model(obs: list[Observation], *, search: str = "extrap",
         roles=roles,
         created_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         search=search,
+        llc_bytes=_llc_here(first.machine),
     )
     model.notes = _notes(model, obs, axis)
     return model
@@ -349,6 +353,15 @@ def _fitted_points(obs: list[Observation], role: str) -> list[int]:
     if len({obs[i].nprocs for i in idx if obs[i].nprocs >= 2}) >= 2:
         idx = [i for i in idx if obs[i].nprocs >= 2]
     return idx
+
+
+def _llc_here(machine: str) -> int | None:
+    """The last-level cache of the profiles' machine when the model is fitted on it."""
+    import socket
+
+    from .footprint import last_level_cache
+
+    return last_level_cache() if machine and machine == socket.gethostname() else None
 
 
 def check_profiles(obs: list[Observation]) -> tuple[SizeAxis, list[float]]:

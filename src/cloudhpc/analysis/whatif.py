@@ -35,6 +35,7 @@ from typing import Any
 
 from ..errors import CloudhpcError
 from . import collectives
+from .footprint import leaves_cache
 from .platform import Platform
 from .pmnf import Model
 from .predict import PINGPONG, REDUCTION_CURVES, SENDRECV, WAITS, curve_of
@@ -248,6 +249,12 @@ def predict(
         var = sum(t.sd_s**2 for t in mine)
         totals[role] = {"total_s": total, "mpi_s": comm, "sd_s": math.sqrt(var)}
     slowest = max(totals, key=lambda r: totals[r]["total_s"])
+    cache = leaves_cache(model.workload, model.profiles, size, nprocs, model.llc_bytes)
+    if cache:
+        notes.append(cache)
+        for t in terms:
+            if t.what == "compute":
+                t.why.append("the target's data leave the cache the fitted sizes' fit in")
     if any(t.extrapolated for t in terms):
         notes.append(
             "extrapolated terms are marked: the uncertainty grows with the distance from the "

@@ -56,3 +56,12 @@ def problem_sizes(kernel: str) -> ProblemSizes:
         else:  # ep
             n[cls], its[cls] = float(2 ** (row[0] + 1)), 1
     return ProblemSizes(kernel, MEANING[kernel], n, its, WORK[kernel])
+
+
+def data_bytes(kernel: str, cls: str, nprocs: int) -> int:
+    """A rank's data at class `cls` on `nprocs` ranks: the kernel's memory estimate less the
+    runtime's (Python, numba, MPI) own overhead."""
+    from .common import RANK_OVERHEAD
+
+    mod = importlib.import_module(f"{__package__}.{MODULES[kernel]}")
+    return max(int(mod.memory_estimate(str(cls).upper(), nprocs)) - RANK_OVERHEAD, 0)
