@@ -123,3 +123,21 @@ def test_routing_plan_by_direct_array_has_the_hash_tables_slots_in_id_order():
             assert set(owner[np.isin(dst, slot_gids[starts[r] : starts[r + 1]])]) == {r}
     for r in range(3):  # the direct array's blocks in id order
         assert np.all(np.diff(direct[1][starts[r] : starts[r + 1]]) > 0)
+
+
+def test_the_pull_index_is_built_at_the_first_pull_only():
+    """A run that only pushes (SSSP from one source on a sparse frontier) never builds the CSC
+    (the plan's transposition, most of its cost); one that pulls builds it, same answers."""
+    from cloudhpc.apps.sssp.program import ShortestPaths
+    from cloudhpc.models.bsp import build_graph, run_bsp
+
+    engine = get_engine("serial")
+    src, dst, w = generate_edges("ba", cases.V, cases.M, 5, 0, cases.M, True)
+    source = cases.source_of("ba")
+    ref = sssp_ref(src, dst, w, cases.V, {"directed": True, "source": source})
+    for direction, built in (("push", False), ("pull", True)):
+        part = build_graph(engine, src, dst, n_vertices=cases.V, edge_values={"w": w})
+        result = run_bsp(engine, part, ShortestPaths(source), direction=direction)
+        assert {r["direction"] for r in result.rows if r["direction"]} == {direction}
+        assert (part._plan.csc_offsets is not None) == built, direction
+        assert part.values["dist"].tolist() == ref.tolist(), direction

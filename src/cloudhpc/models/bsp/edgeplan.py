@@ -6,8 +6,9 @@ partition's out-edges and the placement (placement.py):
 - the rank's targets: its own vertices 0..n-1, then one slot per distinct vertex of another rank
   that its edges reach, grouped by that rank, then (hybrid placement) one slot per split hub and
   rank that holds some of the hub's edges; the send buffer is y[n:], in rank order;
-- the edges it computes in CSC order over those targets (pull) and a target per out-edge of the
-  partition's CSR (push; -1 for a split hub's edge that another rank computes);
+- the edges it computes in CSC order over those targets (pull; built at the rank's first pull)
+  and a target per out-edge of the partition's CSR (push; -1 for a split hub's edge that another
+  rank computes);
 - what arrives: for every row of the dense exchange the receiving index (a vertex, or a mirror
   of another rank's hub: the hub's edges to this rank's vertices, CSR by mirror), and for every
   slot the index its receiver gave it (the sparse exchange sends (index, value) rows).
@@ -132,14 +133,15 @@ class EdgePlan:
         self.recv_index = index.astype(np.int32)
         self.remote_index = engine.alltoallv(self.recv_index, self.rcounts)
 
-        # the product: pull over each target's in-edges, push along each source's out-edges
-        self.csc_offsets, self.csc_src = csc_build(part.offsets, target, n + total)
+        # the product: push along each source's out-edges (CSR, `target`); pull over each
+        # target's in-edges (CSC), built at the first pull: a program that only pushes (SSSP
+        # from one source) never pays for it (the transposition was 60% of the plan)
+        self.csc_offsets = self.csc_src = self.reached = None
         self._csc_values: dict[str, np.ndarray] = {}
-        self.reached = np.diff(self.csc_offsets) > 0
         self.target = target
         self.degree = degree
         self.block, self.starts, self.total = block, starts, total
-        self.edges_here = int(self.csc_offsets[-1]) + len(self.m_target)
+        self.edges_here = len(target) - int(np.count_nonzero(target < 0)) + len(self.m_target)
         self.imbalance = _imbalance(engine, self.edges_here)
         self.mirrors = len(mirrors)
         self._y = [np.empty(n + total, dtype=self.dtype) for _ in range(2)]
@@ -194,6 +196,7 @@ class EdgePlan:
         )
         if pull:
             self.directions |= PULL
+            self._pull_index()
             w = self._csc_weight(weight) if code else self._none
             if first and everyone:
                 made = pull_all(
@@ -223,6 +226,14 @@ class EdgePlan:
             w = part.edge_values[weight][sel]
             rows = rows + w if code == 1 else rows * w
         return made, (part.dst[sel], rows)
+
+    def _pull_index(self) -> None:
+        """The CSC over targets, once (local: each rank builds its own when it first pulls)."""
+        if self.csc_offsets is None:
+            self.csc_offsets, self.csc_src = csc_build(
+                self.part.offsets, self.target, self.n + self.total
+            )
+            self.reached = np.diff(self.csc_offsets) > 0
 
     def _csc_weight(self, name: str) -> np.ndarray:
         w = self._csc_values.get(name)
