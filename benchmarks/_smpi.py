@@ -133,7 +133,11 @@ def calibration(platform: dict, nprocs: int | None = None) -> dict:
         factors.append((s, min(max(f, 0.01), 10.0)))
     first = factors[0][1]
     spec = ";".join([f"0:{first:.6g}"] + [f"{s}:{f:.6g}" for s, f in factors])
-    return {"latency_s": lat, "bandwidth_Bps": bw, "bw_factor": spec, "points": rows}
+    # a size over 10x what the latency and the large-message bandwidth give: the partner was
+    # off its core (a loaded machine), which the calibration carries into every such message
+    slow = [s for s, t in rows if t > 10 * (lat + s / bw)]
+    return {"latency_s": lat, "bandwidth_Bps": bw, "bw_factor": spec, "points": rows,
+            "slower_than_larger": slow}  # fmt: skip
 
 
 def write_platform(path: Path, nhosts: int, cal: dict, speed: float) -> Path:
