@@ -25,7 +25,11 @@ scipy's CSR and GraphBLAS's matrix are built before their clocks start), and the
 Peers: the call's wall time, graph in memory; csgraph also with its CSR built from the edge list
 inside the clock (what the plan is to cloudhpc). PageRank at P = 2 per iteration is split into
 the slowest rank's compute, the wait at the superstep's first Alltoall (the ranks' imbalance in
-time) and the rest of communicate (the exchange and combining).
+time) and the rest of communicate (the exchange and combining); components and SSSP per
+superstep the same way, with the median and the slowest superstep (under load single supersteps
+take 10x the median: MPI ranks poll while they wait, and a rank that loses its core for a time
+slice holds the other). The product alone: cloudhpc's pull over its P = 1 plan and scipy's A^T x,
+in this process, alternating: P = 1 / scipy beyond it is the rest of the iteration.
 Answers: every cloudhpc run writes its values (--out) and they are compared with scipy's:
 PageRank within 1e-10 (largest relative difference per vertex), components and distances exact;
 GraphBLAS's PageRank too. A mismatch is printed and makes the run exit 1.
@@ -67,6 +71,10 @@ from cloudhpc.apps.components.reference import reference as components_reference
 from cloudhpc.apps.graphs.generate import generate_edges
 from cloudhpc.apps.pagerank.reference import pagerank_scipy, transition
 from cloudhpc.apps.sssp.reference import reference as sssp_reference
+from cloudhpc.engines.serial import SerialEngine
+from cloudhpc.models.bsp import build_graph
+from cloudhpc.models.bsp.edgekernels import pull_all
+from cloudhpc.models.bsp.edgeplan import EdgePlan
 
 ITERATIONS, DAMPING, SEED = 20, 0.85, 1
 KINDS = ("rmat", "zipf-src", "zipf-dst", "ba")
@@ -157,6 +165,28 @@ def two_copies(g: Graph) -> list[float]:
                 p.join()
 
 
+def products_alone(g: Graph) -> tuple[float, float]:
+    """The sparse product alone, in this process, alternating ITERATIONS times: cloudhpc's
+    (pull_all over the P = 1 plan of the app, uint32 sources) and scipy's A^T x, each one's
+    median seconds. What P = 1 / scipy is beyond the product is then the rest of the iteration
+    (the passes over the vertices, the superstep's bookkeeping and its exchange)."""
+    engine = SerialEngine()
+    part = build_graph(engine, g.src, g.dst, n_vertices=g.n, partitioner="hash")
+    plan = EdgePlan.build(engine, part, np.float64, "sum")
+    plan._pull_index()
+    x = np.random.default_rng(SEED).random(g.n)
+    y, none = np.empty(plan.n + plan.total), np.empty(0)
+    ours, theirs = [], []
+    for _ in range(ITERATIONS):
+        t0 = time.perf_counter()
+        pull_all(plan.csc_offsets, plan.csc_src, x, none, 0, 0, 0.0, y)
+        t1 = time.perf_counter()
+        g.at @ x
+        ours.append(t1 - t0)
+        theirs.append(time.perf_counter() - t1)
+    return statistics.median(ours), statistics.median(theirs)
+
+
 def timed(fn, *args):
     t0 = time.perf_counter()
     out = fn(*args)
@@ -181,6 +211,10 @@ def plan_s(rec: dict) -> float:
     return float(rec["timings"]["phases"].get("plan", 0.0))
 
 
+def _step_s(rec: dict) -> list[float]:
+    return [r["compute_s"] + r["communicate_s"] for r in rec["rows"]] or [0.0]
+
+
 def bsp_facts(rec: dict) -> dict:
     bsp = rec["extra"]["bsp"]
     steps = rec["rows"][1:] or rec["rows"]  # pagerank: the iterations (superstep 0 only sends)
@@ -196,6 +230,10 @@ def bsp_facts(rec: dict) -> dict:
         "directions": sorted({r["direction"] for r in rec["rows"] if r["direction"]}),
         "plan_s": plan_s(rec),
         "supersteps": rec["metrics"]["supersteps"],
+        # a superstep's spread: a rank descheduled for a time slice (MPI ranks poll while they
+        # wait) makes single supersteps 10x the median
+        "superstep_median_ms": 1e3 * statistics.median(_step_s(rec)),
+        "superstep_max_ms": 1e3 * max(_step_s(rec)),
         "cmd": rec["_cmd"],
     }
 
@@ -262,6 +300,9 @@ def main() -> None:
                     compare(f"{kind} pagerank P={p} vs scipy", diff <= PAGERANK_TOL, diff)
                 s, _ = timed(pagerank_scipy, g.at, g.degree, n, DAMPING, ITERATIONS, 0.0)
                 add(kind, "pagerank scipy.sparse", s / ITERATIONS)
+                ours, theirs = products_alone(g)
+                add(kind, "product alone: cloudhpc pull (P=1 plan)", ours)
+                add(kind, "product alone: scipy A^T x", theirs)
                 both = two_copies(g)
                 add(kind, "pagerank scipy.sparse, 2 copies at once (slower)", max(both))
                 for threads in (1, 2):
@@ -423,6 +464,11 @@ def tables(kinds, med, times, m, small_m, facts) -> tuple[list[list], dict]:
             "P=1 / GraphBLAS 1 thread": paired(kind, pr + "cloudhpc P=1", pr + "GraphBLAS 1t"),
             "P=2 / GraphBLAS 2 threads": paired(kind, pr + "cloudhpc P=2", pr + "GraphBLAS 2t"),
             "GraphBLAS 1t / scipy": paired(kind, pr + "GraphBLAS 1t", pr + "scipy.sparse"),
+            "product alone P=1 / scipy": paired(kind, "product alone: cloudhpc pull (P=1 plan)",
+                                                "product alone: scipy A^T x"),
+            "product alone P=1 ms": 1e3 * med[(kind, "product alone: cloudhpc pull (P=1 plan)")],
+            "scipy iteration ms": 1e3 * med[(kind, pr + "scipy.sparse")],
+            "scipy product ms": 1e3 * med[(kind, "product alone: scipy A^T x")],
             # the machine's 2-core ceiling: what two independent copies get done at once
             "2-core ceiling (2 scipy copies)": 2 / paired(
                 kind, pr + "scipy.sparse, 2 copies at once (slower)", pr + "scipy.sparse"),
@@ -456,6 +502,12 @@ def tables(kinds, med, times, m, small_m, facts) -> tuple[list[list], dict]:
             r[f"{app} P=2 whole run s"] = med[(kind, f"{app} cloudhpc P=2")]
             r[f"{app} P=2 supersteps"] = facts[f"{kind} {app} P=2"]["supersteps"]
             r[f"{app} P=2 supersteps s"] = med[(kind, f"{app} cloudhpc P=2 supersteps")]
+            r[f"{app} csgraph s"] = med[(kind, f"{app} csgraph")]
+            for part in ("compute", "wait", "exchange"):
+                r[f"{app} P=2 {part} ms/superstep"] = facts[f"{kind} {app} P=2"][f"{part}_ms"]
+            for part in ("median", "max"):
+                key = f"superstep_{part}_ms"
+                r[f"{app} P=2 superstep {part} ms"] = facts[f"{kind} {app} P=2"][key]
         ratios[kind] = r
     return rows, ratios
 
@@ -476,12 +528,17 @@ def why(kind: str, key: str, r: dict) -> str:
     """The measured figures that say why a target was missed."""
     ms = lambda k: f"{r[k]:.1f} ms"  # noqa: E731
     if key == "P=1 / scipy":
+        rest = r["pagerank P=1 compute ms/iteration"] - r["product alone P=1 ms"]
         return (
-            f"P=1 per iteration: compute {ms('pagerank P=1 compute ms/iteration')} + "
-            f"communicate {ms('pagerank P=1 exchange ms/iteration')} (combining the inbox); "
-            f"scipy's matrix has {r['scipy nonzeros per edge']:.3f} nonzeros per edge (parallel "
-            f"edges merged; cloudhpc gathers once per edge); "
-            f"GraphBLAS 1t / scipy {r['GraphBLAS 1t / scipy']:.2f}"
+            f"the product alone is {r['product alone P=1 / scipy']:.2f}x scipy's A^T x "
+            f"({ms('product alone P=1 ms')} vs {ms('scipy product ms')}, one process); the rest "
+            f"of P=1's iteration: compute beyond the product {rest:.1f} ms (contributions, "
+            f"update, the superstep's passes over the vertices) + communicate "
+            f"{ms('pagerank P=1 exchange ms/iteration')}, scipy's beyond its product "
+            f"{r['scipy iteration ms'] - r['scipy product ms']:.1f} ms; scipy's matrix has "
+            f"{r['scipy nonzeros per edge']:.3f} nonzeros per edge (parallel edges merged; "
+            f"cloudhpc gathers once per edge); GraphBLAS 1t / scipy "
+            f"{r['GraphBLAS 1t / scipy']:.2f}"
         )
     if key.startswith("P=1 / P=2"):
         return (
@@ -496,12 +553,17 @@ def why(kind: str, key: str, r: dict) -> str:
     if key.startswith("P=1 / GraphBLAS") or key.startswith("P=2 / GraphBLAS"):
         return f"GraphBLAS 1t / scipy {r['GraphBLAS 1t / scipy']:.2f}"
     app = key.split()[0]
+    a = lambda k: r[f"{app} P=2 {k}"]  # noqa: E731
     return (
-        f"plan {r[f'{app} P=2 plan s']:.2f} s of {r[f'{app} P=2 whole run s']:.2f} s; "
-        f"{r[f'{app} P=2 supersteps']} supersteps, "
-        f"{r[f'{app} P=2 supersteps s'] / max(r[f'{app} P=2 supersteps'], 1) * 1e3:.1f} ms "
-        f"each (per superstep: two collectives and passes over the rank's vertices, "
-        f"however small the frontier), alone "
+        f"plan {a('plan s'):.2f} s of {a('whole run s'):.2f} s (alone "
+        f"{a('plan s') / r[f'{app} csgraph s']:.1f}x csgraph's {r[f'{app} csgraph s']:.3f} s); "
+        f"{a('supersteps')} supersteps, "
+        f"{a('supersteps s') / max(a('supersteps'), 1) * 1e3:.1f} ms each (median "
+        f"{a('superstep median ms'):.1f} ms, slowest {a('superstep max ms'):.1f} ms; per "
+        f"superstep compute "
+        f"{a('compute ms/superstep'):.1f} ms (passes over the rank's vertices, however small "
+        f"the frontier), wait {a('wait ms/superstep'):.1f} ms, exchange "
+        f"{a('exchange ms/superstep'):.1f} ms), alone "
         f"{r[f'{app} P=2 supersteps / csgraph']:.2f}x csgraph; against "
         f"csgraph with its CSR build {r[f'{app} P=2 / csgraph + CSR build']:.2f}x"
     )
