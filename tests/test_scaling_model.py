@@ -235,10 +235,10 @@ def test_waiting_that_follows_the_compute_is_carried_as_its_share():
     share of the (smaller) compute there, not P = 2's waiting per call."""
     from cloudhpc.analysis.profile_points import apply_source_curves
 
-    def model(imbalance: float) -> ScalingModel:
+    def model(imbalance: float, always: bool = False) -> ScalingModel:
         obs = [observe(*make_profile(P, c, imbalance=imbalance)) for c in "SW" for P in (2, 4, 8)]
         apply_source_curves(obs, {p: linear_curves(p) for p in (2, 4, 8)})
-        return fit_model(obs, search="pairs")
+        return fit_model(obs, search="pairs", waiting_share=always)
 
     def allreduce(m):
         return next(s for s in m.roles["rank 0"].sites if s.call == "MPI_Allreduce")
@@ -252,6 +252,7 @@ def test_waiting_that_follows_the_compute_is_carried_as_its_share():
     assert allreduce(back).rest_share is not None
     # no waiting that follows the compute: the constant per call stays
     assert allreduce(flat).rest_share is None and allreduce(flat).rest is not None
+    assert allreduce(model(0.0, always=True)).rest_share is not None  # model fit --cpu-time
 
     def term(m, what):
         p = predict(m, "A", 64, platform(ps=(2,)))
