@@ -263,6 +263,25 @@ def test_waiting_that_follows_the_compute_is_carried_as_its_share():
     assert term(m, "MPI_Allreduce") - transfer == pytest.approx(want, rel=1e-6)
 
 
+def test_cpu_time_share_of_waiting_comes_from_profiles_with_a_core_per_rank():
+    """P = 4 and 8 on 2 cores (crowded) waited 5x the compute for their turn on a core, P = 2
+    20 % (and 0.002 s): model fit --cpu-time carries P = 2's share, not the crowded ones'."""
+    from cloudhpc.analysis.profile_points import apply_source_curves
+
+    obs = []
+    for c in "SW":
+        for P in (2, 4, 8):
+            prof, rec = make_profile(P, c, imbalance=0.2 if P == 2 else 5.0)
+            rec["host"]["cores"], rec["layout"] = 2, f"1x{P}x1"
+            obs.append(observe(prof, rec))
+    assert [o.crowded for o in obs] == [False, True, True] * 2
+    apply_source_curves(obs, {p: linear_curves(p) for p in (2, 4, 8)})
+    ar = next(s for s in fit_model(obs, waiting_share=True).roles["rank 0"].sites
+              if s.call == "MPI_Allreduce")  # fmt: skip
+    # P = 2's 20 % and its fixed 0.002 s over the compute; the crowded ones' would be over 5
+    assert 0.2 <= float(ar.rest_share.evaluate({})) < 0.5
+
+
 def test_bad_sets_of_profiles_are_refused():
     one = observe(*make_profile(2, "S"))
     with pytest.raises(Exception, match="single point"):

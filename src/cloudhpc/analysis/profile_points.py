@@ -87,6 +87,7 @@ class Observation:
     startup_s: float
     roles: dict[str, RoleObs]
     sites_from: str  # "call sites", or "functions" when the profile has no call sites
+    crowded: bool = False  # more ranks on a node than its cores (profile --oversubscribe)
 
 
 def observe(
@@ -153,7 +154,18 @@ def observe(
         startup_s=startup,
         roles=roles,
         sites_from=sites_from,
+        crowded=_crowded(rec),
     )
+
+
+def _crowded(rec: Record) -> bool:
+    """More ranks (times threads) on a node than the profiled host's cores (the record's
+    layout, nodes x ranks per node x threads)."""
+    try:
+        _, per_node, threads = (int(x) for x in str(rec.layout).split("x"))
+    except ValueError:
+        return False
+    return bool(rec.host.cores) and per_node * threads > rec.host.cores
 
 
 def _inside(frames: list[Any], call: str) -> bool:

@@ -513,14 +513,19 @@ def _share(role: str, key: str, obs: list[Observation], always: bool = False) ->
     """A site's waiting as a share of its role's compute (its calls' time beyond the transfer
     over the compute), where that foretells each profile at P >= 2 from the others better than
     the waiting per call as a constant does (leave-one-out over three profiles at least), or
-    `always`: imbalance grows and shrinks with the work, a load's or a partner's delay per call
-    does not. None: the constant per call stays."""
+    `always` (then from the profiles with a core per rank where there are such: with P = 4 and
+    8 on 2 cores, CG's small Sendrecvs waited 10.8x the compute for descheduled partners):
+    imbalance grows and shrinks with the work, a load's or a partner's delay per call does not.
+    None: the constant per call stays."""
     pts = []
     for o in obs:
         s = o.roles[role].sites.get(key)
         c = o.roles[role].compute_s
         if o.nprocs >= 2 and s is not None and s.rest_s is not None and s.count > 0 and c > 0:
-            pts.append((s.rest_s, s.count, c))
+            pts.append((s.rest_s, s.count, c, o.crowded))
+    if always and any(not x[3] for x in pts):  # ranks that shared cores waited for their turn
+        pts = [x for x in pts if not x[3]]
+    pts = [x[:3] for x in pts]
     if len(pts) < (1 if always else 3):
         return None
     r, n, c = (np.array(x, dtype=float) for x in zip(*pts, strict=True))
