@@ -587,3 +587,21 @@ def test_a_target_whose_data_leave_the_cache_is_named():
         m.llc_bytes = llc
         p = predict(m, "A", 2, platform())
         assert not any("last-level cache" in n for n in p.notes)
+
+
+def test_compute_at_p_1_on_another_path_is_left_out_of_the_fit():
+    """A kernel whose rank alone takes another path (twice the work per key at P = 1): the
+    compute formula through P = 1 and 2 would miss P = 2's points, so rank 0's compute is
+    fitted at P = 2 alone, as the other ranks' are, and the notes say so; where P = 1 follows
+    the same N / P, the P term through it stays (test_two_sizes_...)."""
+    obs = []
+    for c in "SW":
+        for P in (1, 2):
+            o = observe(*make_profile(P, c))
+            if P == 1:
+                o.roles["rank 0"].compute_s *= 1.6
+            obs.append(o)
+    m = fit_model(obs)
+    assert m.roles["rank 0"].compute_s.formula() == "0.01 + 1.5e-08 * N"
+    assert any("rank 0: compute fitted at P = 2 alone" in n for n in m.notes)
+    assert not any("fitted at P = 2 alone" in n for n in fitted("extrap").notes)

@@ -201,6 +201,7 @@ class RoleModel:
     compute_s: pmnf.Model
     sites: list[SiteModel]
     p_values: list[int]  # the P it was fitted over
+    notes: list[str] = field(default_factory=list)  # what its fit left out (the model's notes)
 
     def to_json(self) -> dict[str, Any]:
         return {"compute_s": self.compute_s.to_json(), "p_values": self.p_values,
@@ -339,7 +340,7 @@ def fit_model(obs: list[Observation], *, search: str = "extrap",
         search=search,
         llc_bytes=_llc_here(first.machine),
     )
-    model.notes = _notes(model, obs, axis)
+    model.notes = _notes(model, obs, axis) + [n for r in roles.values() for n in r.notes]
     return model
 
 
@@ -491,7 +492,7 @@ def _fit_role(
     waiting_share: bool = False, work: pmnf.Factor | None = None,
 ) -> RoleModel:  # fmt: skip
     inputs = role_inputs(name, obs, P, N, work)
-    compute = inputs[0].fit(exhaustive)
+    compute, notes = _compute(name, inputs[0], exhaustive)
     by_site: dict[str, dict[str, FitInput]] = {}
     for fi in inputs[1:]:
         by_site.setdefault(fi.site, {})[fi.quantity] = fi
@@ -506,7 +507,34 @@ def _fit_role(
                                q["count"].fit(exhaustive), q["bytes"].fit(exhaustive), msgs,
                                spent, rest, share))  # fmt: skip
     sites.sort(key=lambda s: -s.measured_s)
-    return RoleModel(name, compute, sites, sorted({int(p) for p in P}))
+    return RoleModel(name, compute, sites, sorted({int(p) for p in P}), notes)
+
+
+MISFIT = 0.10  # a compute formula through P = 1 may miss a point at P >= 2 by this much
+
+
+def _compute(name: str, fi: FitInput, exhaustive: bool) -> tuple[pmnf.Model, list[str]]:
+    """A role's compute formula. With the work term given (two sizes) and one P >= 2 beside
+    P = 1, a P term rests on P = 1, which often runs another path (NPB IS neither buckets nor
+    exchanges alone); where the formula through P = 1 misses a point at P >= 2 by more than
+    MISFIT, compute is fitted over P >= 2 alone (no P term), which a prediction at that P
+    reproduces, and the notes say so."""
+    m = fi.fit(exhaustive)
+    multi = fi.P >= 2
+    if fi.work is None or multi.all() or not multi.any() or len(np.unique(fi.N[multi])) < 2:
+        return m, []
+    y = fi.values[multi]
+    got = np.asarray(m.evaluate({"P": fi.P[multi], "N": fi.N[multi]}))
+    miss = float(np.max(np.abs(got - y) / np.where(y > 0, y, 1.0)))
+    if miss <= MISFIT:
+        return m, []
+    alone = FitInput(fi.role, None, fi.quantity, fi.P[multi], fi.N[multi], y, fi.work)
+    ps = sorted({int(p) for p in fi.P[multi]})
+    return alone.fit(exhaustive), [
+        f"{name}: compute fitted at P = {', '.join(map(str, ps))} alone: through P = 1 it "
+        f"missed a point there by {miss:.0%} (a rank alone often runs another path); no P "
+        f"term: add -n {ps[-1] * 2}"
+    ]
 
 
 def _share(role: str, key: str, obs: list[Observation], always: bool = False) -> pmnf.Model | None:
