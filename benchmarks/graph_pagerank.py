@@ -26,10 +26,11 @@ Peers: the call's wall time, graph in memory; csgraph also with its CSR built fr
 inside the clock (what the plan is to cloudhpc). PageRank at P = 2 per iteration is split into
 the slowest rank's compute, the wait at the superstep's first Alltoall (the ranks' imbalance in
 time) and the rest of communicate (the exchange and combining); components and SSSP per
-superstep the same way, with the median and the slowest superstep (under load single supersteps
-take 10x the median: MPI ranks poll while they wait, and a rank that loses its core for a time
-slice holds the other). The product alone: cloudhpc's pull over its P = 1 plan and scipy's A^T x,
-in this process, alternating: P = 1 / scipy beyond it is the rest of the iteration.
+superstep the same way, with the median and the slowest superstep (a few slow supersteps raise
+the mean; before the plan's buffers were written whole at build, every second SSSP superstep on
+ba took 10-100x the others). The product alone: cloudhpc's pull over its P = 1 plan and
+scipy's A^T x, in this process, alternating: P = 1 / scipy beyond it is the rest of the
+iteration.
 Answers: every cloudhpc run writes its values (--out) and they are compared with scipy's:
 PageRank within 1e-10 (largest relative difference per vertex), components and distances exact;
 GraphBLAS's PageRank too. A mismatch is printed and makes the run exit 1.
