@@ -303,17 +303,13 @@ def fit_model(obs: list[Observation], *, search: str = "extrap",
         raise CloudhpcError(f"--search {search}: one of {', '.join(SEARCHES)}")
     axis, all_ns = check_profiles(obs)
     first, every = obs[0], obs
-    obs, ns = merge_repeats(obs, all_ns)  # repeats of a point: their minimum time, median counts
-    P = np.array([o.nprocs for o in obs], dtype=float)
-    N = np.array(ns)
+    obs, P, N = _merged(obs, all_ns)
     # loading kernels costs the same at any N: a term would only fit the load's noise
     startup = pmnf.constant(np.array([o.startup_s for o in obs])[startup_points(P)])
-    roles = {}
-    for name in (ROLE0, OTHERS):
-        idx = _fitted_points(obs, name)
-        if idx:
-            roles[name] = _fit_role(name, [obs[i] for i in idx], P[idx], N[idx],
-                                    search == "pairs", waiting_share, axis.work)  # fmt: skip
+    roles = {
+        name: _fit_role(name, *pts, search == "pairs", waiting_share, axis.work)
+        for name, pts in _role_points(obs, P, N)
+    }
     model = ScalingModel(
         workload={
             "app": first.app,
@@ -342,6 +338,22 @@ def fit_model(obs: list[Observation], *, search: str = "extrap",
     )
     model.notes = _notes(model, obs, axis) + [n for r in roles.values() for n in r.notes]
     return model
+
+
+def _merged(obs: list[Observation], ns: list[float]) -> tuple[list[Observation], np.ndarray,
+                                                           np.ndarray]:  # fmt: skip
+    """The points a model is fitted over (repeats of a point merged: their minimum time, median
+    counts) and their P and N: one place for `fit_model` and `fit_inputs`."""
+    obs, ns = merge_repeats(obs, ns)
+    return obs, np.array([o.nprocs for o in obs], dtype=float), np.array(ns)
+
+
+def _role_points(obs: list[Observation], P: np.ndarray, N: np.ndarray):
+    """Per role that has points: (its name, (its profiles, their P, their N))."""
+    for name in (ROLE0, OTHERS):
+        idx = _fitted_points(obs, name)
+        if idx:
+            yield name, ([obs[i] for i in idx], P[idx], N[idx])
 
 
 def _fitted_points(obs: list[Observation], role: str) -> list[int]:
@@ -474,16 +486,12 @@ def startup_points(P: np.ndarray) -> np.ndarray:
 def fit_inputs(obs: list[Observation]) -> list[FitInput]:
     """Every quantity a model of these profiles fits (start-up first, then per role)."""
     axis, ns = size_axis(obs)
-    obs, ns = merge_repeats(obs, ns)
-    P = np.array([o.nprocs for o in obs], dtype=float)
-    N = np.array(ns)
+    obs, P, N = _merged(obs, ns)
     at = startup_points(P)
     out = [FitInput("every rank", None, "start-up s", P[at], N[at],
                     np.array([o.startup_s for o in obs])[at])]  # fmt: skip
-    for name in (ROLE0, OTHERS):
-        idx = _fitted_points(obs, name)
-        if idx:
-            out += role_inputs(name, [obs[i] for i in idx], P[idx], N[idx], axis.work)
+    for name, pts in _role_points(obs, P, N):
+        out += role_inputs(name, *pts, axis.work)
     return out
 
 
