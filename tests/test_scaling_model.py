@@ -605,3 +605,17 @@ def test_compute_at_p_1_on_another_path_is_left_out_of_the_fit():
     assert m.roles["rank 0"].compute_s.formula() == "0.01 + 1.5e-08 * N"
     assert any("rank 0: compute fitted at P = 2 alone" in n for n in m.notes)
     assert not any("fitted at P = 2 alone" in n for n in fitted("extrap").notes)
+
+
+def test_crowded_reads_the_layout_as_threads_x_ranks_per_node_x_nodes():
+    from types import SimpleNamespace
+
+    from cloudhpc.analysis.profile_points import _crowded
+
+    def rec(layout, cores=2):
+        return SimpleNamespace(layout=layout, host=SimpleNamespace(cores=cores))
+
+    assert _crowded(rec("2x2x1"))  # 2 threads x 2 ranks on a 2-core node
+    assert not _crowded(rec("1x2x4"))  # 2 ranks per node on each of 4 nodes
+    assert _crowded(rec("1x4x1")) and not _crowded(rec("1x2x1"))
+    assert not _crowded(rec(None)) and not _crowded(rec("1x2x1", cores=0))

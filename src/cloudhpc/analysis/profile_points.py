@@ -160,12 +160,14 @@ def observe(
 
 def _crowded(rec: Record) -> bool:
     """More ranks (times threads) on a node than the profiled host's cores (the record's
-    layout, nodes x ranks per node x threads)."""
+    layout, TxMxN: threads per process x processes per node x nodes; launch.layout)."""
+    from ..launch.layout import parse_layout
+
     try:
-        _, per_node, threads = (int(x) for x in str(rec.layout).split("x"))
-    except ValueError:
+        lay = parse_layout(str(rec.layout))
+    except CloudhpcError:  # no layout recorded
         return False
-    return bool(rec.host.cores) and per_node * threads > rec.host.cores
+    return bool(rec.host.cores) and lay.procs_per_node * lay.threads > rec.host.cores
 
 
 def _inside(frames: list[Any], call: str) -> bool:
