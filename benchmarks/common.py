@@ -166,15 +166,27 @@ def phase_s(record: dict, name: str) -> float:
 
 
 def machine() -> str:
-    """One line for a results file: CPU, cores, kernel, Python, and the load at the start."""
+    """One line for a results file: CPU, cores, kernel, Python, and the load at the start with
+    what it says (load_words)."""
     from cloudhpc.results.provenance import cpu_model
 
     cpu = cpu_model()
     load = _LOAD_START if _LOAD_START is not None else load_average()
     return (
         f"{cpu}, {os.cpu_count()} cores, Linux {platform.release()}, Python "
-        f"{platform.python_version()}, load average {load:.1f} at the start (shared machine)"
+        f"{platform.python_version()}, load average {load:.1f} at the start "
+        f"({load_words(load, os.cpu_count() or 1)})"
     )
+
+
+def load_words(load: float, cores: int) -> str:
+    """What a measured load average says of a run: a shared machine when other work wanted more
+    CPUs than there are (cloudhpc.loadavg.exceeds), else a quiet one."""
+    from cloudhpc.loadavg import exceeds
+
+    if exceeds(load, cores):
+        return f"shared machine: load above its {cores} cores"
+    return f"quiet machine: load within its {cores} cores"
 
 
 def write_text(filename: str, text: str) -> Path:

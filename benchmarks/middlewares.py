@@ -455,10 +455,11 @@ def _report(samples, impls, envs, sizes, rounds, cls, args, wall_s: float) -> No
         f"Targets: latency within {LATENCY_GOAL_US} us of IMB's; bandwidth ratio >= "
         f"{BANDWIDTH_GOAL}. " + _verdict(missed) + " " + PLACEMENT_NOTE,
     ]
-    header = ["implementation", "env", "IMB 8 B (us)", "cloudhpc 8 B (us)", "+us",
-              "mpi4py 8 B (us)", "IMB 1 MiB (MB/s)", "cloudhpc 1 MiB (MB/s)",
-              "bw ratio (>=1 MiB)", "at", "target"]  # fmt: skip
-    write_markdown("middlewares_p2p", "Ping-pong: cloudhpc against IMB-MPI1", header, rows, notes)
+    header_p2p = ["implementation", "env", "IMB 8 B (us)", "cloudhpc 8 B (us)", "+us",
+                  "mpi4py 8 B (us)", "IMB 1 MiB (MB/s)", "cloudhpc 1 MiB (MB/s)",
+                  "bw ratio (>=1 MiB)", "at", "target"]  # fmt: skip
+    write_markdown("middlewares_p2p", "Ping-pong: cloudhpc against IMB-MPI1", header_p2p, rows,
+                   notes)  # fmt: skip
     fig = p2p_figure(p2p, impls, envs, sizes)
     save_figure(fig, "middlewares_p2p.png")
     out = {"machine": machine, "rounds": rounds, "sizes": sizes, "p2p": p2p, "samples": samples,
@@ -518,8 +519,16 @@ def _report(samples, impls, envs, sizes, rounds, cls, args, wall_s: float) -> No
         out["npb"] = npb
     write_json("middlewares", out)
     print(load_note())
-    for r in rows:
-        print(" | ".join(map(str, r)))
+    print(summary(header_p2p, rows, *((header, crow) if not args.no_coll else ())))
+
+
+def summary(*tables) -> str:
+    """The terminal's summary: each table given (header, rows) as lines of " | "-joined cells,
+    the ping-pong table first, then the collectives'."""
+    lines = []
+    for header, rows in zip(tables[::2], tables[1::2], strict=True):
+        lines += ["", " | ".join(header), *(" | ".join(map(str, r)) for r in rows)]
+    return "\n".join(lines[1:])
 
 
 if __name__ == "__main__":

@@ -46,3 +46,24 @@ def test_an_npb_miss_says_placements_and_spreads():
     assert "reference's Mop/s 4081-4899" in v and "cloudhpc's Mop/s 5000-5686" in v
     assert "rounds started in one placement: 1.00 (far), 1.15 (near)" in v
     assert npb_mops.verdict({**row, "ours_over_reference": 1.3}) == "met"
+
+
+def test_the_terminal_summary_prints_the_collectives_too():
+    p2p = (["implementation", "env"], [["MPICH", "native"]])
+    coll = (["implementation", "env", "collective"], [["MPICH", "vm-net", "alltoall"]])
+    text = middlewares.summary(*p2p, *coll)
+    assert text.splitlines() == [
+        "implementation | env",
+        "MPICH | native",
+        "",
+        "implementation | env | collective",
+        "MPICH | vm-net | alltoall",
+    ]
+    assert middlewares.summary(*p2p) == "implementation | env\nMPICH | native"
+
+
+def test_a_results_note_says_shared_or_quiet_from_the_load_measured():
+    import common
+
+    assert common.load_words(1.6, 2) == "quiet machine: load within its 2 cores"
+    assert common.load_words(7.3, 2) == "shared machine: load above its 2 cores"
