@@ -30,6 +30,7 @@ from ..launch.runner import (
     run_plan,
 )
 from ..mpi import get_implementation
+from ..mpi.linked import LinkedMpi, program_mpi
 from ..results.provenance import Probe
 from ..results.store import (
     check_writable,
@@ -80,18 +81,30 @@ def is_python(program_argv: list[str] | None) -> bool:
     return program_argv is None or program_argv[0] == sys.executable
 
 
+def _program(program_argv: list[str] | None) -> str | None:
+    """The compiled program of a profiled run (None: cloudhpc's worker or a Python script)."""
+    return None if is_python(program_argv) else program_argv[0]  # type: ignore[index]
+
+
 def profiling_env(
     rank_dir: Path,
     trace: bool,
     mpi: str | None = None,
     callsite_depth: int = 1,
     python: bool = False,
+    program: str | None = None,
 ) -> dict[str, str]:
     """What every rank needs to be profiled: the library built for the job's implementation
-    (installed first if it is not yet: its mpicc builds the library), and for Python ranks the
-    helper that gives it their Python frames."""
+    (installed first if it is not yet: its mpicc builds the library), or for a compiled
+    `program` linking another MPI library, for that one (mpi/linked.py); and for Python ranks
+    the helper that gives it their Python frames."""
     impl = get_implementation(mpi)
     impl.ensure_installed()
+    if program is not None and not python:
+        impl = program_mpi(program, impl)
+        if isinstance(impl, LinkedMpi):
+            print(f"cloudhpc: {program} links {impl.library}: its profiling library is built by "
+                  f"{impl.mpicc}", file=sys.stderr, flush=True)  # fmt: skip
     lib = str(library_path(impl))
     preload = os.environ.get("LD_PRELOAD")
     env = {
@@ -120,7 +133,9 @@ def _rank_no_room(outcome: Outcome) -> OSError | None:
 
 def dry_run_plan(job: Job, program_argv: list[str] | None, trace: bool, callsite_depth: int = 1):
     ranks = Path(job.results_dir) / "<record id>.files" / "ranks"
-    env = profiling_env(ranks, trace, job.mpi, callsite_depth, is_python(program_argv))
+    env = profiling_env(
+        ranks, trace, job.mpi, callsite_depth, is_python(program_argv), _program(program_argv)
+    )
     with provisioned(job, dry_run=True) as ready:
         return plan_job(ready, program_argv, env, preflight=False)
 
@@ -149,7 +164,8 @@ def run_profiled(
         os.chmod(staging, dir_mode())  # mkdtemp's 0700 would stay on the kept <id>.files
         rank_dir = staging / "ranks"
         rank_dir.mkdir()
-        env = profiling_env(rank_dir, trace, job.mpi, callsite_depth, is_python(program_argv))
+        python, program = is_python(program_argv), _program(program_argv)
+        env = profiling_env(rank_dir, trace, job.mpi, callsite_depth, python, program)
         started = now_utc()
         probe = Probe()  # the load before the run; git status while it runs
         record_id = new_id(record_app, started)
