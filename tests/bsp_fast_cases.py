@@ -83,6 +83,8 @@ def run_all(engine) -> dict:
                         "messages": [r["messages"] for r in res.rows],
                         "supersteps": res.supersteps,
                         "waits": [[r["wait_s"], r["communicate_s"]] for r in res.rows],
+                        "rows": res.rows,
+                        "ranks": res.ranks,
                     }
     return out
 

@@ -45,6 +45,25 @@ def references(kind: str) -> dict[str, np.ndarray]:
     }
 
 
+def check_ranks(run: dict, path: str, where: str) -> None:
+    """Each rank's own figures per superstep: the rows' are the slowest of them; what a rank
+    sends is the combined values (the product's path) or the messages (general) to other ranks."""
+    ranks = run["ranks"]
+    size = len(run["partitioning"]["edges_per_rank"])
+    for key in ("compute_s", "communicate_s", "wait_s"):
+        each = np.array(ranks[key])
+        assert each.shape == (size, run["supersteps"]), where
+        np.testing.assert_array_equal(each.max(axis=0), [r[key] for r in run["rows"]], where)
+    sent = np.array(ranks["sent"])
+    assert sent.shape == (size, run["supersteps"]) and (sent >= 0).all(), where
+    if size == 1:
+        assert not sent.any(), where  # one rank sends nothing to others
+    elif path == "fast" and "pagerank" in where:  # every superstep sends each remote slot's sum
+        assert (sent[:, :-1] > 0).all(), where
+    elif path == "general" and "pagerank" in where:  # one message per edge to a remote vertex
+        assert sent.sum() <= sum(run["messages"]) and sent[:, 0].sum() > 0, where
+
+
 def check(out: dict) -> None:
     switched = 0
     for kind in cases.KINDS:
@@ -65,6 +84,7 @@ def check(out: dict) -> None:
                 assert run["messages"] == general["messages"], where  # one per edge, any path
                 # the wait at the first Alltoall is part of communicate
                 assert all(0 <= w <= c for w, c in run["waits"]), where
+                check_ranks(run, path, where)
                 sent = [d for d in run["directions"] if d]
                 if path == "fast" and direction != "auto":
                     assert sent and set(sent) == {direction}, where

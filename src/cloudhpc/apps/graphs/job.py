@@ -242,7 +242,8 @@ def run_graph_app(ctx, app: GraphApp) -> dict[str, Any]:
     return {
         "metrics": metrics,
         "rows": result.rows,
-        "bsp": {"path": result.path, "partitioning": placed},
+        # ranks: each rank's compute, communicate, wait seconds and rows sent, per superstep
+        "bsp": {"path": result.path, "partitioning": placed, "ranks": result.ranks},
         "halted_by": result.halted_by,
         "directed": directed,
         "verified": verified,

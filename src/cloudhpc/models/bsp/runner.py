@@ -32,6 +32,7 @@ from .program import AGG_OPS, Inbox, Master, Superstep, VertexProgram
 
 SPMD_ONLY = "the bsp model runs on SPMD engines (--engine mpi or serial), not on {}"
 PATHS = ("auto", "fast", "general")
+_LOCAL = 7  # the columns of local_rows
 
 
 @dataclass
@@ -45,6 +46,9 @@ class BSPResult:
     resumed_from: int = 0  # the checkpoint's superstep this run started from (0: the start)
     path: str = "general"  # "fast": the sparse-product path; "general": messages by id
     partitioning: dict[str, Any] = field(default_factory=dict)  # placement, edges per rank
+    # per figure ("compute_s", "communicate_s", "wait_s", "sent"), per rank, per superstep: what
+    # each rank did (the rows hold the slowest); "sent": the rows it sent to other ranks
+    ranks: dict[str, list[list[float]]] = field(default_factory=dict)
 
     @property
     def messages(self) -> int:
@@ -96,7 +100,8 @@ def run_bsp(
     aggregated: dict[str, float] = {}
     globals_: dict[str, Any] = {}
     rows: list[dict[str, Any]] = []
-    local_rows: list[tuple] = []  # this rank's seconds, delivered, pulled, pushed, waited
+    # this rank's compute and communicate seconds, delivered, pulled, pushed, waited, sent
+    local_rows: list[tuple] = []
     halted_by = "limit"
     by_op = {op: sorted(n for n, o in program.aggregators.items() if o == op) for op in AGG_OPS}
     n_sum, n_max = len(by_op["sum"]), len(by_op["max"])
@@ -112,8 +117,8 @@ def run_bsp(
         )  # fmt: skip
         saved = restored.local_rows
         # (a checkpoint of an earlier version kept fewer columns: zeros for the rest)
-        zeros = [(0.0,) * 6] * s
-        local_rows = zeros if saved is None else [(*r, *(0.0,) * (6 - len(r))) for r in saved]
+        zeros = [(0.0,) * _LOCAL] * s
+        local_rows = zeros if saved is None else [(*r, *(0.0,) * (_LOCAL - len(r))) for r in saved]
     resumed_from = s
     while s < limit:
         if checkpoints is not None:
@@ -174,9 +179,13 @@ def run_bsp(
         t2 = time.perf_counter()
         directions = plan.directions if plan is not None else 0
         index_s = plan.index_s if plan is not None else 0.0  # the CSC's build: phase plan
+        # rows sent to other ranks (messages by id and the product's combined values)
+        sent = int(counts.sum() - counts[engine.rank])
+        sent += int(outbox.plan_counts.sum() - outbox.plan_counts[engine.rank])
         local_rows.append(
-            (t1 - t0 - index_s, t2 - t1, inbox.delivered, directions & 1, directions >> 1, waited)
-        )
+            (t1 - t0 - index_s, t2 - t1, inbox.delivered, directions & 1, directions >> 1, waited,
+             sent)
+        )  # fmt: skip
         aggs = got[:, 10:]
         aggregated = dict(zip(by_op["sum"], map(float, aggs[:, :n_sum].sum(axis=0)), strict=True))
         top = aggs[:, n_sum:].max(axis=0) if aggs.shape[1] > n_sum else np.empty(0)
@@ -231,12 +240,13 @@ def run_bsp(
             break
     if checkpoints is not None:
         checkpoints.finish()
-    _add_rank_figures(engine, rows, local_rows)
+    ranks = _add_rank_figures(engine, rows, local_rows)
     if not fast:
         partitioning = _source_cut(engine, part)
     path_taken = "fast" if fast else "general"
     return BSPResult(
-        s, halted_by, aggregated, phase, globals_, rows, resumed_from, path_taken, partitioning
+        s, halted_by, aggregated, phase, globals_, rows, resumed_from, path_taken, partitioning,
+        ranks,
     )
 
 
@@ -271,16 +281,23 @@ def _source_cut(engine: Engine, part: Partition) -> dict[str, Any]:
     }
 
 
-def _add_rank_figures(engine: Engine, rows: list[dict], local_rows: list[tuple]) -> None:
+def _add_rank_figures(
+    engine: Engine, rows: list[dict], local_rows: list[tuple]
+) -> dict[str, list[list[float]]]:
     """Per superstep: the slowest rank's compute and communicate seconds and the longest any rank
     waited in the superstep's first Alltoall (`wait_s`: the ranks' imbalance in time, plus one
     small Alltoall; communicate_s less wait_s is the exchange and combining), the rows delivered
-    (after combining) on all ranks, the direction of the product; reduced once, after the run."""
+    (after combining) on all ranks, the direction of the product; reduced once, after the run.
+    Returns each rank's own compute, communicate, wait seconds and rows sent per superstep (which
+    rank waits for which: the slowest alone does not say)."""
     if not rows:
-        return
-    mine = np.zeros((len(rows), 6))  # a checkpoint of an earlier version kept 3 or 5 columns
+        return {}
+    mine = np.zeros((len(rows), _LOCAL))  # a checkpoint of an earlier version kept fewer columns
     kept = np.array(local_rows, dtype=np.float64).reshape(len(rows), -1)
     mine[:, : kept.shape[1]] = kept
+    each = np.zeros((engine.size, 4, len(rows)))
+    each[engine.rank] = mine[:, [0, 1, 5, 6]].T
+    each = engine.allreduce(each, "sum")
     slowest = engine.allreduce(np.ascontiguousarray(mine[:, [0, 1, 5]]), "max")
     summed = engine.allreduce(np.ascontiguousarray(mine[:, 2:5]), "sum")
     for row, (c, m, w), (d, pulled, pushed) in zip(rows, slowest, summed, strict=True):
@@ -292,3 +309,5 @@ def _add_rank_figures(engine: Engine, rows: list[dict], local_rows: list[tuple])
             wait_s=float(w),
             direction=direction,
         )
+    names = ("compute_s", "communicate_s", "wait_s", "sent")
+    return {name: each[:, i, :].tolist() for i, name in enumerate(names)}
