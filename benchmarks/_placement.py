@@ -81,3 +81,23 @@ def describe(ns: list[float | None]) -> str:
     kinds = "/".join(sorted({placement(v) for v in have}, key=KINDS.index))
     lo, hi = min(have), max(have)
     return f"{kinds} ({lo:.0f} ns)" if lo == hi else f"{kinds} ({lo:.0f}-{hi:.0f} ns)"
+
+
+def best_rounds(a: str, a_t: list[float], a_p: list, b: str, b_t: list[float], b_p: list) -> str:
+    """Where each side's best (smallest) round ran: "best rounds in different vCPU placements
+    (A near (90 ns), B far (380 ns))" or "both best rounds far (A 372, B 380 ns)"; "" without
+    a probe. a_t/b_t: each side's figures per round (smaller is better), a_p/b_p: the probes."""
+    ia, ib = a_t.index(min(a_t)), b_t.index(min(b_t))
+    pa, pb = placement(a_p[ia]), placement(b_p[ib])
+    if "?" in (pa, pb):
+        return ""
+    if pa != pb:
+        return (f"best rounds in different vCPU placements ({a} {describe([a_p[ia]])}, "
+                f"{b} {describe([b_p[ib]])})")  # fmt: skip
+    return f"both best rounds {pa} ({a} {a_p[ia]:.0f}, {b} {b_p[ib]:.0f} ns)"
+
+
+def same_placement(values: list[float], a_p: list, b_p: list) -> list[tuple[float, str]]:
+    """The rounds whose two sides both ran in one placement: (that round's value, placement)."""
+    return [(v, placement(x)) for v, x, y in zip(values, a_p, b_p, strict=True)
+            if placement(x) == placement(y) != "?"]  # fmt: skip

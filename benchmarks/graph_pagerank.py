@@ -31,6 +31,12 @@ the mean; before the plan's buffers were written whole at build, every second SS
 ba took 10-100x the others). The product alone: cloudhpc's pull over its P = 1 plan and
 scipy's A^T x, in this process, alternating: P = 1 / scipy beyond it is the rest of the
 iteration.
+This VM's two vCPUs run "near" or "far" (benchmarks/_placement.py: the hypervisor moves them
+within a run, and memory-bound work runs at another speed in each): the placement is probed
+before every timed run, kept per round in the JSON, and a missed target says where each side's
+best round ran, the same-round ratios of the rounds whose sides ran in one placement, each
+side's own spread, and for the speed-up each rank's compute, wait, exchange and bytes sent at
+P = 2 (the record's extra.bsp.ranks) per placement, with the edges and in-edges per rank.
 Answers: every cloudhpc run writes its values (--out) and they are compared with scipy's:
 PageRank within 1e-10 (largest relative difference per vertex), components and distances exact;
 GraphBLAS's PageRank too. A mismatch is printed and makes the run exit 1.
@@ -56,6 +62,7 @@ import time
 import warnings
 
 import numpy as np
+from _placement import best_rounds, placement, round_trip_ns, same_placement
 from common import (
     load_note,
     machine,
@@ -76,6 +83,7 @@ from cloudhpc.engines.serial import SerialEngine
 from cloudhpc.models.bsp import build_graph
 from cloudhpc.models.bsp.edgekernels import pull_all
 from cloudhpc.models.bsp.edgeplan import EdgePlan
+from cloudhpc.models.bsp.hashing import owners_of
 
 ITERATIONS, DAMPING, SEED = 20, 0.85, 1
 KINDS = ("rmat", "zipf-src", "zipf-dst", "ba")
@@ -88,6 +96,14 @@ TARGETS = {  # the issue's targets, as ratios (smaller is better unless said)
     "P=1 / GraphBLAS 1 thread": 1.5,
     "P=2 / GraphBLAS 2 threads": 1.5,
     "P=2 / csgraph": 1.0,
+}
+SIDES = {  # each target's two sides (their seconds per round), for a miss's placement figures
+    "P=1 / scipy": ("pagerank cloudhpc P=1", "pagerank scipy.sparse"),
+    "P=1 / P=2 (speed-up, at least)": ("pagerank cloudhpc P=1", "pagerank cloudhpc P=2"),
+    "P=1 / GraphBLAS 1 thread": ("pagerank cloudhpc P=1", "pagerank GraphBLAS 1t"),
+    "P=2 / GraphBLAS 2 threads": ("pagerank cloudhpc P=2", "pagerank GraphBLAS 2t"),
+    "components P=2 / csgraph": ("components cloudhpc P=2", "components csgraph"),
+    "sssp P=2 / csgraph": ("sssp cloudhpc P=2", "sssp csgraph"),
 }
 
 
@@ -239,6 +255,25 @@ def bsp_facts(rec: dict) -> dict:
     }
 
 
+def rank_facts(rec: dict) -> dict:
+    """Each rank's own figures at P > 1 (the record's extra.bsp.ranks), medians over the
+    iterations (superstep 0 only sends): compute, wait at the first Alltoall, the rest of
+    communicate (exchange), and the rows (8-byte values on the product's path) sent to the
+    other ranks; with the edges each rank computes."""
+    ranks = rec["extra"]["bsp"]["ranks"]
+    steps = slice(1, None) if len(ranks["compute_s"][0]) > 1 else slice(None)
+    med = lambda xs: statistics.median(xs[steps])  # noqa: E731
+    each = lambda key: [1e3 * med(r) for r in ranks[key]]  # noqa: E731
+    comm = each("communicate_s")
+    return {
+        "compute_ms": each("compute_s"),
+        "wait_ms": each("wait_s"),
+        "exchange_ms": [c - w for c, w in zip(comm, each("wait_s"), strict=True)],
+        "sent_mb": [8 * med(r) / 1e6 for r in ranks["sent"]],
+        "edges": rec["extra"]["bsp"]["partitioning"]["edges_per_rank"],
+    }
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=None, help="rounds (default 3; --quick: 1)")
@@ -263,14 +298,20 @@ def main() -> None:
     print(started, flush=True)
 
     times: dict[tuple[str, str], list[float]] = {}  # (kind, who) -> seconds per iteration
+    # (kind, who) -> the vCPU round trip (ns, _placement.py) probed just before each round's run
+    probes: dict[tuple[str, str], list[float | None]] = {}
+    # (kind, what) -> per round: P = 2's placement and each rank's figures
+    by_round: dict[str, list[dict]] = {}
     facts: dict[str, dict] = {}
     answers: dict[str, float | bool] = {}
     failures: list[str] = []
 
-    def add(kind: str, who: str, seconds: float, edges: int = m) -> None:
+    def add(kind: str, who: str, seconds: float, ns: float | None, edges: int = m) -> None:
         times.setdefault((kind, who), []).append(seconds)
+        probes.setdefault((kind, who), []).append(ns)
         per_edge = f" ({seconds / edges * 1e9:6.2f} ns/edge)"
-        print(f"  {kind:9s} {who:32s} {seconds * 1e3:9.3f} ms{per_edge}", flush=True)
+        where = f"{placement(ns)} {ns:.0f} ns" if ns is not None else "no probe"
+        print(f"  {kind:9s} {who:32s} {seconds * 1e3:9.3f} ms{per_edge} [{where}]", flush=True)
 
     def compare(key: str, ok: bool, figure: float | bool) -> None:
         answers[key] = figure
@@ -282,6 +323,7 @@ def main() -> None:
         for kind in kinds:
             print(f"{kind}: {n:,} vertices, {m:,} edges", flush=True)
             g = Graph(kind, n, m)
+            in_edges = np.bincount(owners_of(g.dst, 2, True), minlength=2)  # P = 2's hash
             # scipy's CSR merges parallel edges (one nonzero, value 2): fewer gathers than edges
             facts[f"{kind} graph"] = {"scipy_nonzeros_per_edge": g.at.nnz / m}
             ref_pr, _ = pagerank_scipy(g.at, g.degree, n, DAMPING, ITERATIONS, 0.0)
@@ -294,22 +336,31 @@ def main() -> None:
                 print(f" round {r + 1}/{rounds}", flush=True)
                 for p in (1, 2):
                     out = os.path.join(tmp, f"pr-{p}.npy")
+                    ns = round_trip_ns()
                     rec = cloudhpc_run("pagerank", g, p, out, *pr_args)
-                    add(kind, f"pagerank cloudhpc P={p}", rec["metrics"]["per_iteration_s"])
+                    add(kind, f"pagerank cloudhpc P={p}", rec["metrics"]["per_iteration_s"], ns)
                     facts[f"{kind} pagerank P={p}"] = bsp_facts(rec)
+                    if p == 2:
+                        by_round.setdefault(f"{kind} pagerank P=2", []).append(
+                            {"probe_ns": ns, "in_edges": in_edges.tolist(), **rank_facts(rec)}
+                        )
                     diff = relative_difference(np.load(out), ref_pr)
                     compare(f"{kind} pagerank P={p} vs scipy", diff <= PAGERANK_TOL, diff)
+                ns = round_trip_ns()
                 s, _ = timed(pagerank_scipy, g.at, g.degree, n, DAMPING, ITERATIONS, 0.0)
-                add(kind, "pagerank scipy.sparse", s / ITERATIONS)
+                add(kind, "pagerank scipy.sparse", s / ITERATIONS, ns)
+                ns = round_trip_ns()
                 ours, theirs = products_alone(g)
-                add(kind, "product alone: cloudhpc pull (P=1 plan)", ours)
-                add(kind, "product alone: scipy A^T x", theirs)
+                add(kind, "product alone: cloudhpc pull (P=1 plan)", ours, ns)
+                add(kind, "product alone: scipy A^T x", theirs, ns)
+                ns = round_trip_ns()
                 both = two_copies(g)
-                add(kind, "pagerank scipy.sparse, 2 copies at once (slower)", max(both))
+                add(kind, "pagerank scipy.sparse, 2 copies at once (slower)", max(both), ns)
                 for threads in (1, 2):
                     gb.ss.config["nthreads"] = threads
+                    ns = round_trip_ns()
                     s, got = timed(pagerank_graphblas, g, ITERATIONS)
-                    add(kind, f"pagerank GraphBLAS {threads}t", s / ITERATIONS)
+                    add(kind, f"pagerank GraphBLAS {threads}t", s / ITERATIONS, ns)
                     diff = relative_difference(got, ref_pr)
                     compare(f"{kind} GraphBLAS {threads}t vs scipy", diff <= PAGERANK_TOL, diff)
                 for app, ref, extra in (
@@ -318,30 +369,32 @@ def main() -> None:
                 ):
                     for p in (1, 2):
                         out = os.path.join(tmp, f"{app}-{p}.npy")
+                        ns = round_trip_ns()
                         rec = cloudhpc_run(app, g, p, out, *extra)
-                        add(kind, f"{app} cloudhpc P={p}", rec["metrics"]["bsp_s"])
-                        add(kind, f"{app} cloudhpc P={p} supersteps", supersteps_s(rec))
-                        add(kind, f"{app} cloudhpc P={p} plan", plan_s(rec))
+                        add(kind, f"{app} cloudhpc P={p}", rec["metrics"]["bsp_s"], ns)
+                        add(kind, f"{app} cloudhpc P={p} supersteps", supersteps_s(rec), ns)
+                        add(kind, f"{app} cloudhpc P={p} plan", plan_s(rec), ns)
                         facts[f"{kind} {app} P={p}"] = bsp_facts(rec)
                         same = exact(np.load(out), ref)
                         compare(f"{kind} {app} P={p} vs csgraph", same, same)
                 from scipy.sparse import csgraph
 
-                s, _ = timed(csgraph.connected_components, a_cc, False)
-                add(kind, "components csgraph", s)
-                s, _ = timed(components_from_edges, g)
-                add(kind, "components csgraph + CSR build", s)
-                s, _ = timed(csgraph.dijkstra, a_sp, True, g.source)
-                add(kind, "sssp csgraph", s)
-                s, _ = timed(sssp_from_edges, g)
-                add(kind, "sssp csgraph + CSR build", s)
+                for who, fn, fargs in (
+                    ("components csgraph", csgraph.connected_components, (a_cc, False)),
+                    ("components csgraph + CSR build", components_from_edges, (g,)),
+                    ("sssp csgraph", csgraph.dijkstra, (a_sp, True, g.source)),
+                    ("sssp csgraph + CSR build", sssp_from_edges, (g,)),
+                ):
+                    ns = round_trip_ns()
+                    s, _ = timed(fn, *fargs)
+                    add(kind, who, s, ns)
             del g
             networkx_row(kind, tmp, add, compare, args.quick)
 
     med = {k: statistics.median(v) for k, v in times.items()}
     print(load_note())
     small_m = (NETWORKX_QUICK if args.quick else NETWORKX_FULL)[1]
-    rows, ratios = tables(kinds, med, times, m, small_m, facts)
+    rows, ratios = tables(kinds, med, times, m, small_m, facts, probes, by_round)
     wall = time.perf_counter() - t_start
     notes = [
         f"Machine: {started}. {load_note()}",
@@ -368,6 +421,9 @@ def main() -> None:
             "iterations": ITERATIONS,
             "seconds": {f"{k} | {w}": v for (k, w), v in times.items()},
             "ratios": ratios,
+            # the vCPU round trip (ns) probed before each round's run, as "seconds" is keyed
+            "probes_ns": {f"{k} | {w}": v for (k, w), v in probes.items()},
+            "pagerank_p2_ranks_by_round": by_round,
             "targets": TARGETS,
             "answers": answers,
             "bsp": facts,
@@ -388,6 +444,7 @@ def networkx_row(kind: str, tmp: str, add, compare, quick: bool) -> None:
 
     n, m = NETWORKX_QUICK if quick else NETWORKX_FULL
     g = Graph(kind, n, m, peers=False)
+    ns = round_trip_ns()
     nxg = nx.MultiDiGraph()
     nxg.add_nodes_from(range(n))
     nxg.add_edges_from(zip(g.src.tolist(), g.dst.tolist(), strict=True))
@@ -398,10 +455,11 @@ def networkx_row(kind: str, tmp: str, add, compare, quick: bool) -> None:
         pass
     seconds = (time.perf_counter() - t0) / ITERATIONS
     print(f"  {kind:9s} small graph: {n:,} vertices, {m:,} edges", flush=True)
-    add(kind, "small: networkx.pagerank", seconds, m)
+    add(kind, "small: networkx.pagerank", seconds, ns, m)
     out = os.path.join(tmp, "nx.npy")
+    ns = round_trip_ns()
     rec = cloudhpc_run("pagerank", g, 2, out, "--directed", "--tol", "1e-6")
-    add(kind, "small: pagerank cloudhpc P=2", rec["metrics"]["per_iteration_s"], m)
+    add(kind, "small: pagerank cloudhpc P=2", rec["metrics"]["per_iteration_s"], ns, m)
     ref = nx.pagerank(nxg, alpha=DAMPING, tol=1e-6)
     diff = relative_difference(np.load(out), np.array([ref[i] for i in range(n)]))
     # both stop at the same L1 rule: the same iterate, up to the order of additions
@@ -444,7 +502,52 @@ def _lightest(g: Graph):
     return sp.csr_matrix((w, key % g.n, indptr), shape=(g.n, g.n))
 
 
-def tables(kinds, med, times, m, small_m, facts) -> tuple[list[list], dict]:
+def placement_figures(kind: str, key: str, times: dict, probes: dict) -> str:
+    """A target's two sides round by round: where each side's best round ran (the vCPU
+    placement probed before it), the same-round ratio of the rounds whose sides ran in one
+    placement, and each side's own spread over the rounds."""
+    a, b = SIDES[key]
+    at, bt, ap, bp = times[(kind, a)], times[(kind, b)], probes[(kind, a)], probes[(kind, b)]
+    name = lambda who: who.removeprefix("pagerank ").removeprefix("cloudhpc ")  # noqa: E731
+    parts = [best_rounds(name(a), at, ap, name(b), bt, bp)]
+    each = [x / y for x, y in zip(at, bt, strict=True)]
+    parts.append(f"same-round ratios {', '.join(f'{v:.2f}' for v in each)}")
+    same = same_placement(each, ap, bp)
+    parts.append("in one placement: " + (", ".join(f"{v:.2f} ({k})" for v, k in same) or "none"))
+    for who, ts in ((a, at), (b, bt)):
+        parts.append(f"{name(who)} {min(ts) * 1e3:.1f}-{max(ts) * 1e3:.1f} ms "
+                     f"({max(ts) / min(ts):.2f}x)")  # fmt: skip
+    if len(at) == 1:
+        parts.append("one round: no spread measured")
+    return "; ".join(p for p in parts if p)
+
+
+def p2_ranks(kind: str, times: dict, rounds: list[dict]) -> str:
+    """PageRank at P = 2 rank by rank, grouped by the placement its run started in: the
+    speed-up of those rounds, each rank's compute, wait and exchange per iteration and the
+    values it sent; the edges each rank computes and the in-edges its vertices have."""
+    one, two = times[(kind, "pagerank cloudhpc P=1")], times[(kind, "pagerank cloudhpc P=2")]
+    speedups = [x / y for x, y in zip(one, two, strict=True)]
+    groups: dict[str, list[int]] = {}
+    for i, f in enumerate(rounds):
+        groups.setdefault(placement(f["probe_ns"]), []).append(i)
+    slash = lambda xs, fmt: "/".join(format(x, fmt) for x in xs)  # noqa: E731
+    parts = []
+    for where, idx in groups.items():
+        at = lambda key, idx=idx: np.median([rounds[i][key] for i in idx], axis=0)  # noqa: E731
+        parts.append(
+            f"{where} rounds (speed-up {', '.join(f'{speedups[i]:.2f}' for i in idx)}): "
+            f"per rank compute {slash(at('compute_ms'), '.1f')} ms, wait "
+            f"{slash(at('wait_ms'), '.1f')} ms, exchange {slash(at('exchange_ms'), '.1f')} ms, "
+            f"sent {slash(at('sent_mb'), '.1f')} MB"
+        )
+    last = rounds[-1]
+    parts.append(f"edges computed per rank {slash(last['edges'], ',')}, in-edges per rank "
+                 f"{slash(last['in_edges'], ',')}")  # fmt: skip
+    return "; ".join(parts)
+
+
+def tables(kinds, med, times, m, small_m, facts, probes, by_round) -> tuple[list[list], dict]:
     def paired(kind: str, a: str, b: str) -> float:
         """Median over rounds of the same-round ratio a / b (the load changes between rounds)."""
         xs, ys = times[(kind, a)], times[(kind, b)]
@@ -494,6 +597,9 @@ def tables(kinds, med, times, m, small_m, facts) -> tuple[list[list], dict]:
             "pagerank P=2 edge imbalance": facts[f"{kind} pagerank P=2"]["edge_imbalance"],
             "scipy nonzeros per edge": facts[f"{kind} graph"]["scipy_nonzeros_per_edge"],
         }  # fmt: skip
+        for key in SIDES:
+            r[f"{key} placement"] = placement_figures(kind, key, times, probes)
+        r["pagerank P=2 by rank"] = p2_ranks(kind, times, by_round[f"{kind} pagerank P=2"])
         for p in (1, 2):
             f = facts[f"{kind} pagerank P={p}"]
             for part in ("compute", "wait", "exchange"):
@@ -526,7 +632,12 @@ def met(key: str, value: float) -> bool:
 
 
 def why(kind: str, key: str, r: dict) -> str:
-    """The measured figures that say why a target was missed."""
+    """The measured figures that say why a target was missed: the mechanism's, then the vCPU
+    placement each side's rounds ran in and each side's own spread."""
+    return f"{_why(kind, key, r)}; {r[key + ' placement']}"
+
+
+def _why(kind: str, key: str, r: dict) -> str:
     ms = lambda k: f"{r[k]:.1f} ms"  # noqa: E731
     if key == "P=1 / scipy":
         rest = r["pagerank P=1 compute ms/iteration"] - r["product alone P=1 ms"]
@@ -549,7 +660,8 @@ def why(kind: str, key: str, r: dict) -> str:
             f"{ms('pagerank P=1 compute ms/iteration')}), wait "
             f"{ms('pagerank P=2 wait ms/iteration')}, exchange "
             f"{ms('pagerank P=2 exchange ms/iteration')}; edge imbalance "
-            f"{r['pagerank P=2 edge imbalance']:.3f} ({r['pagerank P=2 placement']})"
+            f"{r['pagerank P=2 edge imbalance']:.3f} ({r['pagerank P=2 placement']}); "
+            f"{r['pagerank P=2 by rank']}"
         )
     if key.startswith("P=1 / GraphBLAS") or key.startswith("P=2 / GraphBLAS"):
         return f"GraphBLAS 1t / scipy {r['GraphBLAS 1t / scipy']:.2f}"

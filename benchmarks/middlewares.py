@@ -54,7 +54,7 @@ import sys
 import time
 from pathlib import Path
 
-from _placement import KINDS, describe, placement, round_trip_ns
+from _placement import KINDS, best_rounds, placement, round_trip_ns
 from common import (
     cli_record,
     load_note,
@@ -386,15 +386,8 @@ def why(size: int, c_runs: list[dict], m_runs: list[dict], c_probe: list, m_prob
     ran in different vCPU placements (_placement.py, probed before each run), the ratio of
     rounds made in one placement, and each side's own spread over the rounds."""
     c_t, m_t = [run[size] for run in c_runs], [run[size] for run in m_runs]
-    ic, im = c_t.index(min(c_t)), m_t.index(min(m_t))
-    parts = []
-    pc, pm = placement(c_probe[ic]), placement(m_probe[im])
-    if "?" not in (pc, pm) and pc != pm:
-        parts.append(f"best rounds in different vCPU placements (cloudhpc {describe([c_probe[ic]])}"
-                     f", IMB {describe([m_probe[im]])})")  # fmt: skip
-    elif "?" not in (pc, pm):
-        parts.append(f"both best rounds {pc} (cloudhpc {c_probe[ic]:.0f}, IMB "
-                     f"{m_probe[im]:.0f} ns)")  # fmt: skip
+    best = best_rounds("cloudhpc", c_t, c_probe, "IMB", m_t, m_probe)
+    parts = [best] if best else []
     mixed = len({placement(p) for p in [*c_probe, *m_probe]} - {"?"}) > 1
     for kind in KINDS if mixed else ():
         cs = [t for t, p in zip(c_t, c_probe, strict=True) if placement(p) == kind]

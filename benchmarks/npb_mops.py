@@ -46,7 +46,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _placement import describe, placement, round_trip_ns
+from _placement import describe, round_trip_ns, same_placement
 from common import parse_args, require_program, save_figure, write_text
 
 HERE = Path(__file__).resolve().parent
@@ -195,8 +195,7 @@ def verdict(row: dict) -> str:
     po = row.get(ours_key.replace("_mops_rounds", "_probe_ns_rounds")) or []
     pr = row.get("reference_probe_ns_rounds") or []
     if po and pr:
-        same = [f"{x:.2f} ({placement(a)})" for x, a, b in zip(rounds, po, pr, strict=True)
-                if placement(a) == placement(b) != "?"]  # fmt: skip
+        same = [f"{x:.2f} ({kind})" for x, kind in same_placement(rounds, po, pr)]
         parts.append(f"vCPU placement at each start: cloudhpc {describe(po)}, reference "
                      f"{describe(pr)}; rounds started in one placement: "
                      + (", ".join(same) or "none"))  # fmt: skip

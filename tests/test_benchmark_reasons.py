@@ -67,3 +67,31 @@ def test_a_results_note_says_shared_or_quiet_from_the_load_measured():
 
     assert common.load_words(1.6, 2) == "quiet machine: load within its 2 cores"
     assert common.load_words(7.3, 2) == "shared machine: load above its 2 cores"
+
+
+def test_a_pagerank_miss_says_placements_spreads_and_each_rank():
+    import graph_pagerank as gp
+
+    # zipf-src's speed-up: P = 2's fast round near, its slow rounds far
+    one, two = "pagerank cloudhpc P=1", "pagerank cloudhpc P=2"
+    times = {("z", one): [0.040, 0.041, 0.030], ("z", two): [0.020, 0.044, 0.031]}
+    probes = {("z", one): [90, 380, 390], ("z", two): [95, 385, None]}
+    key = "P=1 / P=2 (speed-up, at least)"
+    text = gp.placement_figures("z", key, times, probes)
+    assert "both best rounds near (P=1 90, P=2 95 ns)" not in text  # P=1's best is round 3
+    assert "best rounds in different vCPU placements (P=1 far (390 ns), P=2 near (95 ns))" in text
+    assert "same-round ratios 2.00, 0.93, 0.97" in text
+    assert "in one placement: 2.00 (near), 0.93 (far)" in text  # round 3: P=2 not probed
+    assert "P=1 30.0-41.0 ms (1.37x)" in text and "P=2 20.0-44.0 ms (2.20x)" in text
+    rank = {"in_edges": [5, 6], "edges": [6, 5], "sent_mb": [4.0, 4.0]}
+    rounds = [
+        {**rank, "probe_ns": 95, "compute_ms": [10, 12], "wait_ms": [2, 0], "exchange_ms": [3, 3]},
+        {**rank, "probe_ns": 385, "compute_ms": [20, 30], "wait_ms": [10, 0],
+         "exchange_ms": [9, 9]},
+        {**rank, "probe_ns": 380, "compute_ms": [22, 28], "wait_ms": [6, 0],
+         "exchange_ms": [7, 7]},
+    ]  # fmt: skip
+    by_rank = gp.p2_ranks("z", times, rounds)
+    assert "near rounds (speed-up 2.00): per rank compute 10.0/12.0 ms, wait 2.0/0.0 ms" in by_rank
+    assert "far rounds (speed-up 0.93, 0.97): per rank compute 21.0/29.0 ms, wait 8.0" in by_rank
+    assert "in-edges per rank 5/6" in by_rank

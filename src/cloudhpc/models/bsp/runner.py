@@ -247,7 +247,7 @@ def run_bsp(
     return BSPResult(
         s, halted_by, aggregated, phase, globals_, rows, resumed_from, path_taken, partitioning,
         ranks,
-    )
+    )  # fmt: skip
 
 
 def _fast_path(program: VertexProgram) -> bool:
