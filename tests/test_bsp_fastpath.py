@@ -127,22 +127,43 @@ def test_mpi_fast_path_equals_serial(serial, nprocs):
         assert auto["edge_imbalance"] < auto["edge_imbalance_by_source"]
 
 
-def test_routing_plan_by_direct_array_has_the_hash_tables_slots_in_id_order():
+def test_classify_edges_by_direct_array_has_the_hash_tables_slots_in_id_order():
+    """The plan's one pass over the edges: each edge's target is its local vertex or the send
+    slot of its vertex on another rank, the same slots whether ids are looked up by a direct
+    array (dense ids, each rank's slots in id order) or a hash table (sparse ids)."""
+    from cloudhpc.models.bsp.edgekernels import classify_edges, place_far
     from cloudhpc.models.bsp.hashing import owners_of
-    from cloudhpc.models.bsp.kernels import routing_plan
+    from cloudhpc.models.bsp.partition import Partition
 
-    dst = np.random.default_rng(3).integers(0, 500, 4000)
-    owner = owners_of(dst, 3, True)
-    hashed, direct = routing_plan(dst, owner, 3), routing_plan(dst, owner, 3, 500)
-    assert np.array_equal(hashed[2], direct[2])  # the same slots per rank
-    starts = np.concatenate(([0], np.cumsum(direct[2])))
-    for edge_slot, slot_gids, _ in (hashed, direct):
-        assert np.array_equal(slot_gids[edge_slot], dst)  # every edge's slot is its target
-        assert sorted(slot_gids.tolist()) == sorted(set(dst.tolist()))
+    rng = np.random.default_rng(3)
+    gids = np.flatnonzero(owners_of(np.arange(500), 3, True) == 1)
+    offsets = np.concatenate(([0], np.cumsum(rng.integers(0, 20, len(gids)))))
+    dst = rng.integers(0, 500, offsets[-1])
+    part = Partition(1, 3, gids, offsets, dst, hashed=True, n_vertices=500)
+    n, hub = len(gids), np.zeros(len(gids), dtype=np.bool_)
+    owner, local = owners_of(dst, 3, True), part.local_index(dst)
+    slots = {}
+    for n_ids in (0, 500):
+        target, mv, _, slot_gids, counts, by_id, table = classify_edges(
+            offsets, dst, part.lookup(), part.alive, hub, 3, True, n_ids
+        )
+        assert len(mv) == 0
+        place_far(
+            dst, target, n_ids, by_id, table, np.arange(n, n + len(slot_gids), dtype=np.int32)
+        )
+        here = owner == 1
+        assert np.array_equal(target[here], local[here])  # a local vertex: its index
+        assert np.array_equal(slot_gids[target[~here] - n], dst[~here])  # else its vertex's slot
+        assert sorted(slot_gids.tolist()) == sorted(set(dst[~here].tolist()))
+        starts = np.concatenate(([0], np.cumsum(counts)))
         for r in range(3):  # a rank's block holds that rank's vertices
-            assert set(owner[np.isin(dst, slot_gids[starts[r] : starts[r + 1]])]) == {r}
+            block = slot_gids[starts[r] : starts[r + 1]]
+            assert set(owners_of(block, 3, True).tolist()) <= {r} and (r != 1 or not len(block))
+        slots[n_ids] = (counts, slot_gids, starts)
+    assert np.array_equal(slots[0][0], slots[500][0])  # the same slots per rank
+    counts, slot_gids, starts = slots[500]
     for r in range(3):  # the direct array's blocks in id order
-        assert np.all(np.diff(direct[1][starts[r] : starts[r + 1]]) > 0)
+        assert np.all(np.diff(slot_gids[starts[r] : starts[r + 1]]) > 0)
 
 
 def test_the_pull_index_is_built_at_the_first_pull_only():
@@ -161,3 +182,32 @@ def test_the_pull_index_is_built_at_the_first_pull_only():
         assert {r["direction"] for r in result.rows if r["direction"]} == {direction}
         assert (part._plan.csc_offsets is not None) == built, direction
         assert part.values["dist"].tolist() == ref.tolist(), direction
+
+
+def test_an_undirected_graph_pulls_over_its_out_edges_and_a_directed_one_does_not():
+    """Components (undirected: each edge stored both ways) pull over the CSR, no CSC built; a
+    directed graph transposes. Symmetry used on a directed graph would be wrong: forced on one,
+    the answers differ from the general path's (so the directed run's equality is a check)."""
+    from cloudhpc.apps.components.program import HashMin
+    from cloudhpc.models.bsp import build_graph, run_bsp
+
+    engine = get_engine("serial")
+    src, dst, w = generate_edges("ba", cases.V, cases.M, 5, 0, cases.M, True)
+
+    def run(directed: bool, path: str = "fast", force: bool = False):
+        part = build_graph(engine, src, dst, n_vertices=cases.V, directed=directed)
+        part.symmetric |= force
+        result = run_bsp(engine, part, HashMin(), path=path, direction="pull")
+        return part, result, part.values["label"].copy()
+
+    part, result, labels = run(False)
+    assert labels.tolist() == components_ref(src, dst, w, cases.V, {}).tolist()
+    assert part._plan.symmetric and part._plan.csc_offsets is None
+    assert result.partitioning["pull_over"] == "out-edges (symmetric)"
+    _, _, general = run(True, "general")
+    part, result, labels = run(True)
+    assert labels.tolist() == general.tolist()
+    assert not part._plan.symmetric and part._plan.csc_offsets is not None
+    assert result.partitioning["pull_over"] == "in-edges (CSC)"
+    _, _, wrong = run(True, force=True)
+    assert wrong.tolist() != general.tolist()

@@ -14,6 +14,9 @@ import numpy as np
 from numba import njit
 
 from ...jit import kernel
+from .hashing import EMPTY, capacity, lookup_one, mix64, owner_of, probe
+
+FAR = -2  # classify_edges: an edge to another rank's vertex, its slot not yet placed
 
 
 @njit(cache=True, inline="always")
@@ -66,6 +69,66 @@ def pull_masked(offsets, src, x, send, weight, edge_op, op, y, has) -> int:
                 v = _along(edge_op, x[s], weight, e)
                 acc = _op(op, acc, v) if got else v
                 got = True
+                made += 1
+        if got:
+            y[t] = acc
+            has[t] = True
+    return made
+
+
+@kernel
+def pull_all_symmetric(offsets, target, n, x, weight, edge_op, op, identity, y, has) -> int:
+    """pull_all over a symmetric graph's CSR instead of a CSC: a local vertex t's in-edges here
+    are its out-edges to local vertices (each (u, t) has its (t, u), with the same weight), and
+    the edges that leave (targets >= n, their slots set to `identity` first) are pushed from t.
+    Sets has[:] (y's targets that got a value). Returns the messages made (edges)."""
+    made = 0
+    for t in range(n):
+        acc = identity
+        got = False
+        xt = x[t]
+        for e in range(offsets[t], offsets[t + 1]):
+            u = target[e]
+            if u < 0:
+                continue
+            made += 1
+            if u < n:
+                acc = _op(op, acc, _along(edge_op, x[u], weight, e))
+                got = True
+            else:
+                y[u] = _op(op, y[u], _along(edge_op, xt, weight, e))
+                has[u] = True
+        y[t] = acc
+        has[t] = got
+    return made
+
+
+@kernel
+def pull_masked_symmetric(offsets, target, n, x, send, weight, edge_op, op, y, has) -> int:
+    """pull_masked over a symmetric graph's CSR (see pull_all_symmetric): only sending sources;
+    combines with what `y`/`has` hold already. Returns the messages made."""
+    made = 0
+    for t in range(n):
+        got = has[t]
+        acc = y[t]
+        st = send[t]
+        for e in range(offsets[t], offsets[t + 1]):
+            u = target[e]
+            if u < 0:
+                continue
+            if u < n:
+                if send[u]:
+                    v = _along(edge_op, x[u], weight, e)
+                    acc = _op(op, acc, v) if got else v
+                    got = True
+                    made += 1
+            elif st:
+                v = _along(edge_op, x[t], weight, e)
+                if has[u]:
+                    y[u] = _op(op, y[u], v)
+                else:
+                    y[u] = v
+                    has[u] = True
                 made += 1
         if got:
             y[t] = acc
@@ -180,35 +243,110 @@ def frontier_work(send, degree) -> int:
 
 
 @kernel
-def classify_edges(offsets, local, alive, hub):
-    """One pass over a partition's out-edges (CSR), `local` each target's local index (-1: a
-    vertex of another rank): (target, far, moved, moved_src). target: the local target of an edge
-    computed here (-1 when that vertex is not alive, and for the rest); far: the edges to another
-    rank's vertex, in order (they get a send slot); moved: the edges of a split hub to another
-    rank's vertex (computed there), in order, with their sources."""
-    m = len(local)
+def classify_edges(offsets, dst, lookup, alive, hub, size, hashed, n_ids):
+    """One pass over a partition's out-edges (CSR, `dst` global ids; `lookup`: Partition.lookup:
+    each target looked up here, no temporary per edge): (target, moved, moved_src, slot_gids,
+    slot_counts, slot_by_id, slot_table). target: an edge's local target (-1: not a live vertex,
+    and a split hub's edge to another rank), FAR for an edge to another rank's vertex (each
+    distinct such vertex gets a send slot: place_far numbers them); moved: the edges of a split
+    hub to another rank's vertex (computed there), in order, with their sources. The slots:
+    their vertices (slot_gids) grouped by owner rank (slot_counts per rank); `n_ids` > 0 (dense
+    ids 0..n_ids-1): a direct id -> slot array (slot_by_id) and each rank's slots in id order
+    (a receiver combines them in the order of its vertices); else a hash table of (id, slot) in
+    first-seen order, grouped by rank."""
+    m = len(dst)
     target = np.empty(m, dtype=np.int32)
-    far = np.empty(m, dtype=np.int64)
     moved = np.empty(m, dtype=np.int64)
     moved_src = np.empty(m, dtype=np.int64)
-    nf = 0
+    slot_by_id = np.zeros(max(n_ids, 0), dtype=np.int32)
+    everyone = True  # every vertex alive (no mutations): no second random load per edge
+    for v in range(len(alive)):
+        everyone &= alive[v]
     nm = 0
+    nf = 0
     for s in range(len(offsets) - 1):
         is_hub = hub[s]
         for e in range(offsets[s], offsets[s + 1]):
-            t = local[e]
-            target[e] = -1
+            g = dst[e]
+            t = lookup_one(lookup, g)
             if t >= 0:
-                if alive[t]:
-                    target[e] = t
+                target[e] = t if everyone or alive[t] else -1
             elif is_hub:
+                target[e] = -1
                 moved[nm] = e
                 moved_src[nm] = s
                 nm += 1
             else:
-                far[nf] = e
+                target[e] = FAR
                 nf += 1
-    return target, far[:nf].copy(), moved[:nm].copy(), moved_src[:nm].copy()
+                if n_ids > 0:
+                    slot_by_id[g] = 1
+    # sparse ids: the distinct far targets in a table sized by the far edges, first-seen order
+    slot_table = np.full((capacity(nf) if n_ids <= 0 else 0, 2), EMPTY, dtype=np.int64)
+    first = np.empty(nf if n_ids <= 0 else 0, dtype=np.int64)
+    n = 0
+    if n_ids <= 0:
+        for e in range(m):
+            if target[e] == FAR:
+                g = dst[e]
+                h = probe(slot_table[:, 0], g)
+                if slot_table[h, 0] == EMPTY:
+                    slot_table[h, 0] = g
+                    slot_table[h, 1] = n
+                    first[n] = g
+                    n += 1
+    counts = np.zeros(size, dtype=np.int64)  # slots per owner rank
+    if n_ids > 0:
+        for g in range(n_ids):
+            if slot_by_id[g]:
+                counts[owner_of(g, size, hashed)] += 1
+                n += 1
+    else:
+        for i in range(n):
+            counts[owner_of(first[i], size, hashed)] += 1
+    at = np.zeros(size, dtype=np.int64)
+    for r in range(1, size):
+        at[r] = at[r - 1] + counts[r - 1]
+    slot_gids = np.empty(n, dtype=np.int64)
+    if n_ids > 0:
+        for g in range(n_ids):
+            if slot_by_id[g]:
+                r = owner_of(g, size, hashed)
+                slot_gids[at[r]] = g
+                slot_by_id[g] = at[r]
+                at[r] += 1
+    else:
+        for i in range(n):
+            g = first[i]
+            r = owner_of(g, size, hashed)
+            slot_gids[at[r]] = g
+            slot_table[probe(slot_table[:, 0], g), 1] = at[r]
+            at[r] += 1
+    return (
+        target,
+        moved[:nm].copy(),
+        moved_src[:nm].copy(),
+        slot_gids,
+        counts,
+        slot_by_id,
+        slot_table,
+    )
+
+
+@kernel
+def place_far(dst, target, n_ids, slot_by_id, slot_table, slot_pos) -> None:
+    """The edges classify_edges marked FAR get their slot's place among the targets."""
+    cap = slot_table.shape[0]
+    for e in range(len(dst)):
+        if target[e] == FAR:
+            g = dst[e]
+            if n_ids > 0:
+                target[e] = slot_pos[slot_by_id[g]]
+            else:
+                h = np.int64(mix64(g) & np.uint64(cap - 1))
+                while slot_table[h, 0] != g:
+                    h = (h + 1) & (cap - 1)
+                target[e] = slot_pos[slot_table[h, 1]]
 
 
 @kernel

@@ -6,7 +6,8 @@ partition's out-edges and the placement (placement.py):
 - the rank's targets: its own vertices 0..n-1, then one slot per distinct vertex of another rank
   that its edges reach, grouped by that rank, then (hybrid placement) one slot per split hub and
   rank that holds some of the hub's edges; the send buffer is y[n:], in rank order;
-- the edges it computes in CSC order over those targets (pull; built at the rank's first pull)
+- the edges it computes in CSC order over those targets (pull; built at the rank's first pull;
+  none for an undirected graph, whose local in-edges are its out-edges: the pull walks the CSR)
   and a target per out-edge of the partition's CSR (push; -1 for a split hub's edge that another
   rank computes);
 - what arrives: for every row of the dense exchange the receiving index (a vertex, or a mirror
@@ -36,14 +37,17 @@ from .edgekernels import (
     csc_values,
     fill_hubs,
     frontier_work,
+    place_far,
     pull_all,
+    pull_all_symmetric,
     pull_masked,
+    pull_masked_symmetric,
     push,
     push_mirrors,
     receive,
 )
 from .exchange import Routed, Wire
-from .kernels import csr_from_sources, identity, routing_plan
+from .kernels import csr_from_sources, identity
 from .partition import Partition
 from .placement import Placement, choose, imbalance
 
@@ -82,17 +86,14 @@ class EdgePlan:
         self = cls(part, placement, dtype, combiner)
         hub = np.zeros(n, dtype=np.bool_)
         hub[placement.hubs] = True
-        # one pass: local targets (-1: not a live vertex, dropped), edges that leave, hubs' edges;
-        # owners are looked up for the edges that leave only
-        target, far, mv, mv_src = classify_edges(
-            part.offsets, part.local_index(part.dst, alive_only=False), part.alive, hub
+        # one pass: local targets (-1: not a live vertex, dropped), edges that leave (their
+        # distinct targets become send slots, grouped by rank), hubs' edges that move; a direct
+        # id -> slot array when the ids are dense and it is no larger than a table of the edges
+        n_ids = part.n_vertices if part.n_vertices and part.n_vertices <= 4 * part.n_edges else 0
+        target, mv, mv_src, slot_gids, slot_counts, slot_by_id, slot_table = classify_edges(
+            part.offsets, part.dst, part.lookup(), part.alive, hub, size, part.hashed, n_ids
         )
         owner_mv = part.owner(part.dst[mv])
-        # dense ids: a direct id -> slot array when it is no larger than the hash table
-        n_ids = part.n_vertices if part.n_vertices and part.n_vertices <= 4 * len(far) else 0
-        edge_slot, slot_gids, slot_counts = routing_plan(
-            part.dst[far], part.owner(part.dst[far]), size, n_ids
-        )
         # the split hubs' slots: one per (rank holding some of its edges, hub)
         pairs = np.unique(owner_mv * max(n, 1) + mv_src)
         pair_rank, pair_hub = pairs // max(n, 1), pairs % max(n, 1)
@@ -101,8 +102,10 @@ class EdgePlan:
         starts = n + np.concatenate(([0], np.cumsum(block))).astype(np.int64)
         slot_rank = np.repeat(np.arange(size), slot_counts)
         first_slot = np.concatenate(([0], np.cumsum(slot_counts)))
-        slot_pos = starts[slot_rank] + np.arange(len(slot_gids)) - first_slot[slot_rank]
-        target[far] = slot_pos[edge_slot]
+        slot_pos = (starts[slot_rank] + np.arange(len(slot_gids)) - first_slot[slot_rank]).astype(
+            np.int32
+        )
+        place_far(part.dst, target, n_ids, slot_by_id, slot_table, slot_pos)
         first_pair = np.concatenate(([0], np.cumsum(hub_counts)))
         hub_pos = starts[pair_rank] + slot_counts[pair_rank] + np.arange(len(pairs))
         hub_pos -= first_pair[pair_rank]
@@ -142,6 +145,10 @@ class EdgePlan:
         # target's in-edges (CSC), built at the first pull: a program that only pushes (SSSP
         # from one source) never pays for it (the transposition was 60% of the plan)
         self.csc_offsets = self.csc_src = self.reached = None
+        # an undirected graph's local in-edges are its local out-edges (each (u, v) has its
+        # (v, u) with the same values): pull over the CSR, no CSC. Only while every vertex is
+        # alive (a dead vertex's edges are not computed, its in-edges would be)
+        self.symmetric = part.symmetric and not part.mutated and bool(np.all(part.alive))
         self._csc_values: dict[str, np.ndarray] = {}
         self.target = target
         self.degree = degree
@@ -170,6 +177,9 @@ class EdgePlan:
             "edges_per_rank": self.imbalance[1],
             "edge_imbalance": self.imbalance[0],
             "edge_imbalance_by_source": imbalance(p.edges_by_source),
+            # where a pull finds a vertex's in-edges: its out-edges (a symmetric graph) or the
+            # transposed edges (CSC)
+            "pull_over": "out-edges (symmetric)" if self.symmetric else "in-edges (CSC)",
         }
 
     # --- one superstep -----------------------------------------------------------------------
@@ -203,7 +213,21 @@ class EdgePlan:
             self.direction == "auto"
             and (everyone or frontier_work(send, self.degree) * DENSE > self.edges_here)
         )
-        if pull:
+        if pull and self.symmetric:
+            self.directions |= PULL
+            w = part.edge_values[weight] if code else self._none
+            if first and everyone:
+                self.y[n:] = self.identity
+                made = pull_all_symmetric(
+                    part.offsets, self.target, n, values, w, code, self.op, self.identity,
+                    self.y, self.has,
+                )  # fmt: skip
+            else:
+                made = pull_masked_symmetric(
+                    part.offsets, self.target, n, values, send, w, code, self.op, self.y,
+                    self.has,
+                )  # fmt: skip
+        elif pull:
             self.directions |= PULL
             self._pull_index()
             w = self._csc_weight(weight) if code else self._none

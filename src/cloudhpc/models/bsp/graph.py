@@ -74,6 +74,7 @@ def build_graph(
         hashed=hashed,
         n_vertices=None if n_vertices is None else int(n_vertices),
     )
+    part.symmetric = not directed
     local = part.local_index(src)
     if np.any(local < 0):
         raise ValueError("bsp: an edge's source is not a vertex of the graph (id out of range)")

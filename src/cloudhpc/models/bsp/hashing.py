@@ -12,7 +12,8 @@ where the table costs a probe (the sparse-product plan looks up every edge's tar
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.extending import overload
 
 EMPTY = -1  # table slot without a key (global ids are >= 0)
 PARTITIONERS = ("modulo", "hash")
@@ -44,6 +45,52 @@ def probe(slot_key: np.ndarray, k: np.int64) -> np.int64:
     while slot_key[h] != EMPTY and slot_key[h] != k:
         h = (h + 1) & (cap - 1)
     return h
+
+
+@njit(cache=True, inline="always")
+def owner_of(g: np.int64, size: int, hashed: bool) -> np.int64:
+    """The rank that owns global id g."""
+    if hashed:
+        return np.int64(mix64(g) % np.uint64(size))
+    return g % size
+
+
+def lookup_one(where, g):
+    """Local index of global id g (-1: not a vertex here), in a kernel, by a partition's lookup
+    (Partition.lookup): a direct array (hashed dense ids), an open-addressing table (sparse
+    ids) or (rank, size, n_local) (modulo). Compiled for the kind it is given (an overload):
+    one kernel with all three behind a branch on a mode ran 3x slower."""
+    raise NotImplementedError("lookup_one runs inside numba kernels only")
+
+
+@overload(lookup_one, inline="always")
+def _lookup_one(where, g):
+    if isinstance(where, types.Array) and where.ndim == 1:
+
+        def direct(where, g):
+            return np.int64(where[g]) if 0 <= g < len(where) else np.int64(-1)
+
+        return direct
+    if isinstance(where, types.Array) and where.ndim == 2:
+
+        def hashed(where, g):
+            cap = where.shape[0]
+            h = np.int64(mix64(g) & np.uint64(cap - 1))
+            while where[h, 0] != EMPTY:
+                if where[h, 0] == g:
+                    return where[h, 1]
+                h = (h + 1) & (cap - 1)
+            return np.int64(-1)
+
+        return hashed
+
+    def modulo(where, g):
+        rank, size, n = where
+        if g >= 0 and g % size == rank and g // size < n:
+            return np.int64(g // size)
+        return np.int64(-1)
+
+    return modulo
 
 
 @njit(cache=True)

@@ -1,6 +1,5 @@
-"""The model's numba kernels: grouping by rank, combining messages, the distinct targets of a
-rank's edges (the sparse-product plan's slots), CSR rebuilds. Message payloads are 2-D
-(m, width) arrays; combiner ops are codes (OPS)."""
+"""The model's numba kernels: grouping by rank, combining messages, CSR rebuilds. Message
+payloads are 2-D (m, width) arrays; combiner ops are codes (OPS)."""
 
 from __future__ import annotations
 
@@ -85,56 +84,6 @@ def combine_by_key_with(keys: np.ndarray, vals: np.ndarray, fn) -> tuple[np.ndar
     offsets = np.append(starts, len(keys)).astype(np.int64)
     out = np.asarray(fn(vals, offsets), dtype=vals.dtype).reshape(len(starts), vals.shape[1])
     return keys[starts], out
-
-
-@njit(cache=True)
-def routing_plan(dst: np.ndarray, owner: np.ndarray, size: int, n_ids: int = 0):
-    """For a partition's edges: the distinct targets grouped by owner rank (slot_gids, counts per
-    rank) and each edge's slot (edgeplan.py: the values that leave for other ranks). `n_ids` > 0:
-    the ids are dense (0..n_ids-1) and a direct id -> slot array replaces the hash table (no
-    probing, and V entries where the table has 2 per edge: a fraction of its memory traffic);
-    each rank's slots are then in id order, so the receiver's combining walks its vertices in
-    order instead of at random."""
-    first = np.empty(len(dst), dtype=np.int64)
-    edge_slot = np.empty(len(dst), dtype=np.int32)  # half the memory traffic of int64
-    n = 0
-    if n_ids > 0:  # slots in id order: a receiver combines them in the order of its vertices
-        slot_by_id = np.full(n_ids, -1, dtype=np.int64)
-        for e in range(len(dst)):
-            slot_by_id[dst[e]] = e  # an edge that reaches the id
-        for k in range(n_ids):
-            if slot_by_id[k] >= 0:
-                first[n] = slot_by_id[k]
-                slot_by_id[k] = n
-                n += 1
-        for e in range(len(dst)):
-            edge_slot[e] = slot_by_id[dst[e]]
-    else:
-        cap = capacity(len(dst))
-        slot_key = np.full(cap, EMPTY, dtype=np.int64)
-        slot_of = np.empty(cap, dtype=np.int64)
-        for e in range(len(dst)):
-            k = dst[e]
-            h = probe(slot_key, k)
-            if slot_key[h] == EMPTY:
-                slot_key[h] = k
-                slot_of[h] = n
-                first[n] = e
-                n += 1
-            edge_slot[e] = slot_of[h]
-    # renumber slots so that they are grouped by owner rank
-    slot_owner = np.empty(n, dtype=np.int64)
-    for s in range(n):
-        slot_owner[s] = owner[first[s]]
-    order, counts = group_order(slot_owner, size)
-    new_of = np.empty(n, dtype=np.int64)
-    slot_gids = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        new_of[order[i]] = i
-        slot_gids[i] = dst[first[order[i]]]
-    for e in range(len(dst)):
-        edge_slot[e] = new_of[edge_slot[e]]
-    return edge_slot, slot_gids, counts
 
 
 @njit(cache=True)

@@ -58,7 +58,8 @@ class Partition:
     vertex stay valid. `offsets`/`dst` are the out-edges in CSR (`dst` holds global ids);
     `edge_values` holds named per-edge arrays (a weight, say) aligned with `dst`; `values` holds
     named per-vertex arrays of the program (any dtype, first axis n_local), carried through
-    mutations; `payload` is an optional ragged per-vertex array (merged by the program's merge)."""
+    mutations; `symmetric`: the edges are an undirected graph's, stored both ways; `payload`
+    is an optional ragged per-vertex array (merged by the program's merge)."""
 
     rank: int
     size: int
@@ -71,6 +72,9 @@ class Partition:
     values: dict[str, np.ndarray] = field(default_factory=dict)
     payload: Ragged | None = None
     alive: np.ndarray = field(default=None)  # type: ignore[assignment]
+    # every edge (u, v, values) has its (v, u, values): an undirected graph stored both ways
+    # (build_graph); cleared by any change of the edges. The plan then pulls over the CSR
+    symmetric: bool = False
     mutated: bool = False  # mutations changed its vertices or edges (checkpoints save them then)
     _table: np.ndarray | None = None
     _plan: Any = None  # the sparse-product path's EdgePlan (edgeplan.py), dropped on any change
@@ -118,5 +122,13 @@ class Partition:
             drop_dead(idx, self.alive)
         return idx
 
+    def lookup(self):
+        """What hashing.lookup_one takes, for kernels that look ids up one at a time
+        (edgekernels.classify_edges): the direct array, the table or (rank, size, n_local)."""
+        if self._dense:
+            return (self.rank, self.size, self.n_local)
+        return self._array if self._array is not None else self._table
+
     def edges_changed(self) -> None:
         self._plan = None
+        self.symmetric = False
