@@ -5,9 +5,9 @@ rank's mean call time, and the row's t_min, t_avg and t_max of those over ranks.
 
 Byte counts follow IMB: for rooted and all-to-all operations `bytes` is the block each process
 contributes (or receives); reductions use float32 elements (so sizes are multiples of 4), and
-reduce_scatter's `bytes` is the whole vector, split as evenly as possible. Buffers are
-page-aligned and written before timing (buffers.py); a broadcast's root sends from its send
-buffer and the others receive into their receive buffer, as in IMB.
+reduce_scatter's `bytes` is the whole vector, split as evenly as possible. Buffers come from
+MPI_Alloc_mem, as IMB's, and are written before timing (buffers.py); a broadcast's root sends
+from its send buffer and the others receive into their receive buffer, as in IMB.
 
 Each size is timed twice: the loop in C (loops.c: the MPI's own time, t_min/t_avg/t_max_usec)
 and the same loop through mpi4py (t_avg_mpi4py_usec: what a Python program pays per call).
@@ -24,7 +24,7 @@ from mpi4py import MPI
 from ..context import RunContext
 from ..errors import CloudhpcError
 from . import cloops
-from .buffers import message_buffer
+from .buffers import message_buffer, release
 from .ops import OPS, REDUCTIONS
 from .params import validate
 from .sizes import repetitions, warmups
@@ -177,6 +177,8 @@ def main(ctx: RunContext) -> dict:
                         t = python_loop(comm, call, n)
                     if timed:
                         mean[how] = t / reps * 1e6
+        del call  # its closure holds the buffers
+        release(o.send, o.recv)
         t_min, t_avg, t_max = _over_ranks(comm, mean.get("c", mean["python"]))
         py_avg = _over_ranks(comm, mean["python"])[1]
         if check:

@@ -3,8 +3,8 @@
 IMB / OSU methodology: warm-up iterations are not timed; latency is half the round trip
 (pingpong) or the time of one iteration (pingping, whose messages cross); bw and bibw keep a
 window of nonblocking sends in flight like osu_bw / osu_bibw. Other ranks, if any, wait at the
-barrier (as in IMB). Buffers are page-aligned NumPy arrays written before timing (buffers.py),
-a send and a receive buffer as IMB's.
+barrier (as in IMB). Buffers are NumPy arrays over MPI_Alloc_mem's memory, as IMB's, written
+before timing (buffers.py), a send and a receive buffer as IMB's.
 
 Each size is timed twice: IMB's loop in C (cloops.py, loops.c: the MPI's own time, `t_usec`,
 `mbytes_per_sec`) and the same loop through mpi4py's buffer methods (`t_mpi4py_usec`: what a
@@ -20,7 +20,7 @@ from mpi4py import MPI
 
 from ..context import RunContext
 from . import cloops
-from .buffers import message_buffer
+from .buffers import message_buffer, release
 from .params import validate
 from .sizes import WINDOW, repetitions, warmups
 from .validate import check_p2p
@@ -150,6 +150,7 @@ def _run(ctx: RunContext, kind: str) -> dict:
                         t = _python_loop(kind, comm, send, recv, ack, ctx.rank, n)
                     if timed:
                         elapsed[how] = t
+        release(send, recv)
         if check:
             with ctx.phase("check"):
                 valid.append(check_p2p(comm, nbytes))
