@@ -148,6 +148,31 @@ def test_transfer_replaced_and_waiting_carried_over():
     assert pred.predicted_mpi_s == pytest.approx(0.15 + 11 * t(TGT, "alltoallv", 8 * MB))
 
 
+def test_alltoallv_without_its_own_block_priced_by_the_bytes_that_leave():
+    """NPB IS keeps a rank's own keys out of its Alltoallv: at P = 2 a call sends one 8 MB
+    block, where a call that also sends itself one is 16 MB in mpiP's terms. bytes_out (the
+    bytes to the other ranks) prices both at an 8 MB block; without it, the first looked like
+    a 4 MB block."""
+
+    def row(prof: Profile) -> dict:
+        return {r["call"]: r for r in predict(prof, SRC, TGT).call_rows()}["MPI_Alltoallv"]
+
+    full, kept, unknown = alltoallv_profile(), alltoallv_profile(), alltoallv_profile()
+    for rp in full.ranks:
+        rp.calls["MPI_Alltoallv"].bytes_out = 8 * MB * 11
+    for prof, out in ((kept, 8 * MB * 11), (unknown, None)):
+        for rp in prof.ranks:
+            c = rp.calls["MPI_Alltoallv"]
+            rp.calls["MPI_Alltoallv"] = stats(11, c.time_s, 8 * MB * 11, 8 * MB * 11, {8 * MB: 11})
+            rp.calls["MPI_Alltoallv"].bytes_out = out
+    priced = 11 * t(TGT, "alltoallv", 8 * MB)
+    assert row(full)["target_transfer_s"] == pytest.approx(priced)
+    assert row(kept)["target_transfer_s"] == pytest.approx(priced)
+    assert row(kept)["size_bytes"] == pytest.approx(8 * MB)
+    assert row(unknown)["target_transfer_s"] == pytest.approx(11 * t(TGT, "alltoallv", 4 * MB))
+    assert call_sizes("MPI_Alltoallv", kept.ranks[0].calls["MPI_Alltoallv"], 2) == [(8 * MB, 11)]
+
+
 def test_region_of_a_cloudhpc_job_and_each_ranks_own_span():
     prof = alltoallv_profile(region=3.0)
     prof.ranks[1].total_s = 3.5  # MPI_Init to MPI_Finalize differs by rank
@@ -383,8 +408,9 @@ def test_predict_npb_is_class_s(is_profile):
     calls = {r["call"]: r for r in rec["rows"]}
     a2a = calls["MPI_Alltoallv"]
     assert a2a["model"] == "alltoallv" and a2a["target_transfer_s"] > 0
-    # class S: 2^16 keys of 4 B over 2 ranks, half of each rank's to the other
-    assert 0.5 * 2**16 * 4 / 2 / 2 < a2a["size_bytes"] < 2 * 2**16 * 4 / 2 / 2
+    # class S: 2^16 keys of 4 B over 2 ranks, half of each rank's to the other (IS keeps its
+    # own half out of the call: priced from the bytes that left the rank, not bytes_sent / P)
+    assert 0.8 * 2**16 * 4 / 2 / 2 < a2a["size_bytes"] < 1.25 * 2**16 * 4 / 2 / 2
     assert rec["source"]["curves"] != rec["target"]["curves"]
     assert rec["target"]["curves_measured_now"]  # first time: measured
     assert Path(res, rec["id"] + ".json").is_file()

@@ -191,6 +191,27 @@ def test_counts_and_bytes_exact_rank_by_rank(runs, case):
 
 
 @pytest.mark.parametrize("case", list(CASES))
+def test_all_to_alls_bytes_out_leave_the_own_block_out(runs, case):
+    """bytes_out: what an all-to-all sent the other ranks (bytes_sent counts the rank's block
+    to itself too, as mpiP does); written only for the all-to-alls."""
+    lang, P, _ = CASES[case]
+    for rp in runs[case]["_profile"]["ranks"]:
+        r, calls = rp["rank"], rp["calls"]
+        tri = P * (P + 1) // 2
+        # Alltoallv: rank r sends i + 1 ints to rank i, so r + 1 to itself
+        assert calls["MPI_Alltoallv"]["bytes_out"] == (tri - (r + 1)) * INT
+        if lang == "c":
+            assert calls["MPI_Alltoall"]["bytes_out"] == 2 * INT * (P - 1)
+            assert calls["MPI_Ialltoall"]["bytes_out"] == INT * (P - 1)
+        assert "bytes_out" not in calls["MPI_Allreduce"]
+        # the call sites' counters carry it too
+        sites = {str(s["id"]): s["call"] for s in runs[case]["_profile"]["callsites"]}
+        at_sites = [c.get("bytes_out") for k, c in rp["callsites"].items()
+                    if sites[k] == "MPI_Alltoallv"]  # fmt: skip
+        assert at_sites == [(tri - (r + 1)) * INT]
+
+
+@pytest.mark.parametrize("case", list(CASES))
 def test_communication_matrix_exact(runs, case):
     lang, P, _ = CASES[case]
     _, mat = (expected_c if lang == "c" else expected_py)(P)

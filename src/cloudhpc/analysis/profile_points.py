@@ -31,6 +31,7 @@ from .predict import (
     REDUCTION_CURVES,
     SENDRECV,
     WAITS,
+    block_scale,
     curve_of,
     grid_points,
     nonblocking_collective,
@@ -214,6 +215,7 @@ def _rank_sites(profile: Any, rp: Any) -> tuple[dict[str, tuple[SiteObs, float]]
                 continue
             where = site_where(s)
             b = _per_call_bytes(s.call, st.bytes_sent, st.bytes_recv) / st.count
+            b *= block_scale(s.call, st, profile.nprocs)
             site = SiteObs(s.call, where, float(st.count), b, msgs.get(s.call, 1.0), st.time_s)
             out[f"{s.call}@{where}"] = (site, float(st.time_s))
         return out, True
@@ -221,6 +223,7 @@ def _rank_sites(profile: Any, rp: Any) -> tuple[dict[str, tuple[SiteObs, float]]
         if not st.count or not _priced(name):
             continue
         b = _per_call_bytes(name, st.bytes_sent, st.bytes_recv) / st.count
+        b *= block_scale(name, st, profile.nprocs)
         site = SiteObs(name, "(all sites)", float(st.count), b, msgs[name], st.time_s)
         out[name] = (site, float(st.time_s))
     return out, False

@@ -33,7 +33,7 @@ def _bad(where: str, field_name: str, problem: str) -> CloudhpcError:
 def _check_stats(d: Any, name: str, where: str) -> None:
     if not isinstance(d, dict):
         raise _bad(where, name, "is not an object")
-    for key in ("count", "bytes_sent", "bytes_recv", "bytes_written", "bytes_read"):
+    for key in ("count", "bytes_sent", "bytes_recv", "bytes_written", "bytes_read", "bytes_out"):
         v = d.get(key, 0)
         if key == "count" and key not in d:
             raise _bad(where, f"{name}.count", "is missing")
@@ -108,6 +108,10 @@ class CallStats:
     size_hist: dict[int, int] = field(default_factory=dict)  # bin lower bound (bytes) -> calls
     bytes_written: int = 0  # MPI-IO
     bytes_read: int = 0
+    # all-to-alls: the bytes sent to the other ranks, the rank's block to itself left out
+    # (bytes_sent counts every block, as mpiP does); None: not recorded (an older profile, or
+    # not every call said)
+    bytes_out: int | None = None
 
     @property
     def mean_s(self) -> float:
@@ -124,6 +128,8 @@ class CallStats:
             "bytes_written": self.bytes_written,
             "bytes_read": self.bytes_read,
         }
+        if self.bytes_out is not None:
+            d["bytes_out"] = self.bytes_out
         if hist:
             d["size_hist"] = {str(k): v for k, v in sorted(self.size_hist.items())}
         return d
@@ -133,6 +139,10 @@ class CallStats:
         if other.count:
             self.min_s = min(self.min_s, other.min_s) if self.count else other.min_s
             self.max_s = max(self.max_s, other.max_s)
+        if other.count:  # known only while every merged call said
+            known = self.bytes_out is not None or not self.count
+            out = other.bytes_out
+            self.bytes_out = None if not known or out is None else (self.bytes_out or 0) + out
         self.count += other.count
         self.time_s += other.time_s
         self.bytes_sent += other.bytes_sent
@@ -154,6 +164,7 @@ class CallStats:
             size_hist={int(k): int(v) for k, v in d.get("size_hist", {}).items()},
             bytes_written=int(d.get("bytes_written", 0)),
             bytes_read=int(d.get("bytes_read", 0)),
+            bytes_out=int(d["bytes_out"]) if d.get("bytes_out") is not None else None,
         )
 
 

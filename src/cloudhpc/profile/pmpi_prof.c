@@ -67,17 +67,22 @@ typedef struct {
     uint64_t count;
     tick_t time, tmin, tmax;
     uint64_t bytes_sent, bytes_recv, bytes_written, bytes_read;
+    uint64_t bytes_out, out_calls; /* all-to-alls: bytes to the other ranks; calls that said */
     uint64_t hist[NBIN];
 } stat_t;
 
 /* What one call moved, filled by its wrapper's rule. msg < 0: no entry in the size histogram;
- * peer: MPI_COMM_WORLD rank for point-to-point, else -1. */
+ * peer: MPI_COMM_WORLD rank for point-to-point, else -1; o (when has_o): the bytes of s that
+ * leave the rank, its block to itself excluded (all-to-alls: mpiP's size, s, counts that block
+ * too, which a program may keep out of the call). */
 typedef struct {
     uint64_t s, r, w, rd;
     int64_t msg;
     int peer;
+    uint64_t o;
+    int has_o;
 } acc_t;
-#define ACC_NONE {0, 0, 0, 0, -1, -1}
+#define ACC_NONE {0, 0, 0, 0, -1, -1, 0, 0}
 
 typedef struct { /* in the buffer */
     tick_t t0, t1;
@@ -372,6 +377,12 @@ static inline void acc_coll(acc_t *a, uint64_t s, uint64_t r, uint64_t payload) 
 }
 #define PAYLOAD(s, r) ((s) ? (s) : (r))
 
+/* An all-to-all's bytes that leave the rank (its block to itself excluded). */
+static inline void acc_out(acc_t *a, uint64_t o) {
+    a->o += o;
+    a->has_o = 1;
+}
+
 /* Neighbourhood collectives: which of the topology's neighbours are real (a Cartesian
  * topology's edges are MPI_PROC_NULL and move nothing). in/out: the number of entries of the
  * receive and send arrays (at most NNBR are told apart; beyond, every entry counts). */
@@ -495,6 +506,7 @@ static int pend_take(pend_t *t, int *n, uint64_t key, pend_t *out) {
 
 typedef struct {
     uint64_t count, bytes_sent, bytes_recv, bytes_written, bytes_read;
+    uint64_t bytes_out, out_calls;
     tick_t time, tmin, tmax;
     int32_t func;
     uint8_t nframes, python;
@@ -749,6 +761,10 @@ static inline __attribute__((always_inline)) int finish(int f, const acc_t *a, t
     x->bytes_recv += a->r;
     x->bytes_written += a->w;
     x->bytes_read += a->rd;
+    if (a->has_o) {
+        x->bytes_out += a->o;
+        x->out_calls++;
+    }
     if (a->msg >= 0) hist_add(x, (uint64_t)a->msg);
     if (trace_buf) {
         if (trace_len < trace_cap) {
@@ -774,6 +790,10 @@ static inline __attribute__((always_inline)) int finish(int f, const acc_t *a, t
         s->bytes_recv += a->r;
         s->bytes_written += a->w;
         s->bytes_read += a->rd;
+        if (a->has_o) {
+            s->bytes_out += a->o;
+            s->out_calls++;
+        }
     }
     return k;
 }
@@ -913,11 +933,14 @@ static void write_sites(FILE *f) {
         fprintf(f,
                 "],\"count\":%llu,\"time_s\":%.9e,\"min_s\":%.9e,\"max_s\":%.9e,"
                 "\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"bytes_written\":%llu,"
-                "\"bytes_read\":%llu}",
+                "\"bytes_read\":%llu",
                 (unsigned long long)s->count, (double)s->time * tick_s,
                 (double)s->tmin * tick_s, (double)s->tmax * tick_s,
                 (unsigned long long)s->bytes_sent, (unsigned long long)s->bytes_recv,
                 (unsigned long long)s->bytes_written, (unsigned long long)s->bytes_read);
+        if (s->out_calls && s->out_calls == s->count)
+            fprintf(f, ",\"bytes_out\":%llu", (unsigned long long)s->bytes_out);
+        fputc('}', f);
     }
     fputs("],\n\"modules\":[", f);
     for (int u = 0; u < nused; u++) {
@@ -975,11 +998,15 @@ static void write_profile(int complete, int aborted, tick_t t_end) {
         fprintf(f,
                 "%s\n\"%s\":{\"count\":%llu,\"time_s\":%.9e,\"min_s\":%.9e,\"max_s\":%.9e,"
                 "\"bytes_sent\":%llu,\"bytes_recv\":%llu,\"bytes_written\":%llu,"
-                "\"bytes_read\":%llu,\"size_hist\":{",
+                "\"bytes_read\":%llu,",
                 first ? "" : ",", func_names[i], (unsigned long long)x->count,
                 (double)x->time * tick_s, (double)x->tmin * tick_s, (double)x->tmax * tick_s,
                 (unsigned long long)x->bytes_sent, (unsigned long long)x->bytes_recv,
                 (unsigned long long)x->bytes_written, (unsigned long long)x->bytes_read);
+        /* every call said which of its bytes left the rank: written (older readers skip it) */
+        if (x->out_calls && x->out_calls == x->count)
+            fprintf(f, "\"bytes_out\":%llu,", (unsigned long long)x->bytes_out);
+        fputs("\"size_hist\":{", f);
         first = 0;
         int hf = 1;
         for (int b = 0; b < NBIN; b++) {

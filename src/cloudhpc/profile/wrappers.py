@@ -255,7 +255,8 @@ acc_coll(&A, sb_, rb_ * p_, PAYLOAD(sb_, rb_));"""),
     "alltoall": _coll("""
 uint64_t p_ = (uint64_t)coll_size(comm), rb_ = (uint64_t)recvcount * tsize(recvtype);
 uint64_t sb_ = sendbuf == MPI_IN_PLACE ? rb_ : (uint64_t)sendcount * tsize(sendtype);
-acc_coll(&A, sb_ * p_, rb_ * p_, PAYLOAD(sb_, rb_));"""),
+acc_coll(&A, sb_ * p_, rb_ * p_, PAYLOAD(sb_, rb_));
+acc_out(&A, sb_ * (is_inter(comm) ? p_ : p_ - 1));"""),
     "allgatherv": _coll("""
 uint64_t s_, r_;
 SUM_COUNTS(recvcounts, coll_size(comm), r_);
@@ -264,26 +265,33 @@ s_ = sendbuf == MPI_IN_PLACE ? (uint64_t)recvcounts[comm_rank(comm)] * tsize(rec
                              : (uint64_t)sendcount * tsize(sendtype);
 acc_coll(&A, s_, r_, PAYLOAD(s_, r_));"""),
     "alltoallv": _coll("""
-int p_ = coll_size(comm);
-uint64_t s_, r_;
+int p_ = coll_size(comm), me_ = is_inter(comm) ? -1 : comm_rank(comm);
+uint64_t s_, r_, own_ = 0;
 SUM_COUNTS(recvcounts, p_, r_);
 r_ *= tsize(recvtype);
 if (sendbuf == MPI_IN_PLACE) {
     s_ = r_;
+    if (me_ >= 0) own_ = (uint64_t)recvcounts[me_] * tsize(recvtype);
 } else {
     SUM_COUNTS(sendcounts, p_, s_);
     s_ *= tsize(sendtype);
+    if (me_ >= 0) own_ = (uint64_t)sendcounts[me_] * tsize(sendtype);
 }
-acc_coll(&A, s_, r_, PAYLOAD(s_, r_));"""),
+acc_coll(&A, s_, r_, PAYLOAD(s_, r_));
+acc_out(&A, s_ - own_);"""),
     "alltoallw": _coll("""
-int p_ = coll_size(comm);
-uint64_t s_, r_;
+int p_ = coll_size(comm), me_ = is_inter(comm) ? -1 : comm_rank(comm);
+uint64_t s_, r_, own_ = 0;
 SUM_TYPED(recvcounts, recvtypes, p_, r_);
-if (sendbuf == MPI_IN_PLACE)
+if (sendbuf == MPI_IN_PLACE) {
     s_ = r_;
-else
+    if (me_ >= 0) own_ = (uint64_t)recvcounts[me_] * tsize(recvtypes[me_]);
+} else {
     SUM_TYPED(sendcounts, sendtypes, p_, s_);
-acc_coll(&A, s_, r_, PAYLOAD(s_, r_));"""),
+    if (me_ >= 0) own_ = (uint64_t)sendcounts[me_] * tsize(sendtypes[me_]);
+}
+acc_coll(&A, s_, r_, PAYLOAD(s_, r_));
+acc_out(&A, s_ - own_);"""),
     "reduce_scatter": _coll("""
 uint64_t ts_ = tsize(datatype), s_;
 SUM_COUNTS(recvcounts, comm_size(comm), s_);
