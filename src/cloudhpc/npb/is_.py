@@ -192,10 +192,16 @@ def distribute(
 
 
 @njit(cache=True)
-def count_ranks(received: np.ndarray, min_key: int, counts: np.ndarray) -> None:
-    """counts[v - min_key] = number of received keys <= v (the keys' ranks within this rank)."""
+def count_ranks_pair(
+    own: np.ndarray, received: np.ndarray, min_key: int, counts: np.ndarray
+) -> None:
+    """counts[v - min_key] = number of this rank's keys <= v (the keys' ranks within this rank),
+    over the keys it kept (`own`) and those it received: the keys a rank would send itself
+    never go through MPI (Alltoallv's copy of them)."""
     for i in range(counts.shape[0]):
         counts[i] = 0
+    for i in range(own.shape[0]):
+        counts[np.uint64(own[i] - min_key)] += 1
     for i in range(received.shape[0]):
         counts[np.uint64(received[i] - min_key)] += 1
     for i in range(1, counts.shape[0]):
@@ -245,6 +251,7 @@ class _Sorter:
         self.bucketed = np.empty(0 if self.direct else self.num_keys, np.int32)
         self.recv_count = np.zeros(self.nprocs, np.int32)
         self.received = np.empty(0, np.int32)
+        self.own = self.received  # the keys this rank keeps, a view of `bucketed`
         self.counts = np.empty(0, np.int32)
         self.passed = 0
 
@@ -272,11 +279,20 @@ class _Sorter:
         send_count, send_displ, first, last = distribute(
             self.totals, self.sizes, nb, self.nprocs, self.num_keys
         )
+        me = self.rank
         if alone:  # no exchange with itself
             self.received = self.keys if self.direct else self.bucketed
+            self.own = self.received[:0]
             nrecv = self.num_keys
         else:
             self.comm.Alltoall(send_count, self.recv_count)
+            # the keys this rank keeps stay in `bucketed` (counted there): the exchange moves
+            # only the others' (the reference's Alltoallv also copies a rank's own share, 8 MiB
+            # per iteration and rank in class A at P = 2)
+            start = int(send_displ[me])
+            self.own = self.bucketed[start : start + int(send_count[me])]
+            send_count[me] = 0
+            self.recv_count[me] = 0
             recv_displ = np.zeros(self.nprocs, np.int32)
             recv_displ[1:] = np.cumsum(self.recv_count[:-1])
             nrecv = int(self.recv_count.sum())
@@ -286,14 +302,13 @@ class _Sorter:
                 [self.bucketed, (send_count, send_displ), MPI.INT],
                 [self.received, (self.recv_count, recv_displ), MPI.INT],
             )
-        me = self.rank
         self.min_key = int(first[me]) << self.shift
         max_key = ((int(last[me]) + 1) << self.shift) - 1
         nvalues = max(0, max_key - self.min_key + 1)
         if self.counts.shape[0] != nvalues:
             self.counts = np.empty(nvalues, np.int32)
         self.nlocal = nrecv
-        count_ranks(self.received[:nrecv], self.min_key, self.counts)
+        count_ranks_pair(self.own, self.received[:nrecv], self.min_key, self.counts)
         # keys held by lower ranks: the buckets before this rank's first one
         lesser = int(self.totals[: int(first[me])].sum()) if nvalues else 0
         for i in range(TEST_ARRAY_SIZE):
@@ -307,7 +322,8 @@ class _Sorter:
         """Sort the ranked keys and count keys out of order, across rank boundaries too."""
         from mpi4py import MPI
 
-        sorted_keys = sort_by_counts(self.received[: self.nlocal], self.min_key, self.counts)
+        mine = np.concatenate([self.own, self.received[: self.nlocal]])
+        sorted_keys = sort_by_counts(mine, self.min_key, self.counts)
         if corrupt and self.rank == 0 and sorted_keys.shape[0] > 1:
             sorted_keys[0], sorted_keys[-1] = sorted_keys[-1], sorted_keys[0]
         bad = count_out_of_order(sorted_keys)
