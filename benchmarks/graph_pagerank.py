@@ -267,6 +267,7 @@ def rank_facts(rec: dict) -> dict:
     comm = each("communicate_s")
     return {
         "compute_ms": each("compute_s"),
+        "compute_cpu_ms": each("compute_cpu_s"),
         "wait_ms": each("wait_s"),
         "exchange_ms": [c - w for c, w in zip(comm, each("wait_s"), strict=True)],
         "sent_mb": [8 * med(r) / 1e6 for r in ranks["sent"]],
@@ -537,7 +538,8 @@ def p2_ranks(kind: str, times: dict, rounds: list[dict]) -> str:
         at = lambda key, idx=idx: np.median([rounds[i][key] for i in idx], axis=0)  # noqa: E731
         parts.append(
             f"{where} rounds (speed-up {', '.join(f'{speedups[i]:.2f}' for i in idx)}): "
-            f"per rank compute {slash(at('compute_ms'), '.1f')} ms, wait "
+            f"per rank compute {slash(at('compute_ms'), '.1f')} ms (CPU "
+            f"{slash(at('compute_cpu_ms'), '.1f')} ms), wait "
             f"{slash(at('wait_ms'), '.1f')} ms, exchange {slash(at('exchange_ms'), '.1f')} ms, "
             f"sent {slash(at('sent_mb'), '.1f')} MB"
         )

@@ -83,7 +83,7 @@ def test_a_pagerank_miss_says_placements_spreads_and_each_rank():
     assert "same-round ratios 2.00, 0.93, 0.97" in text
     assert "in one placement: 2.00 (near), 0.93 (far)" in text  # round 3: P=2 not probed
     assert "P=1 30.0-41.0 ms (1.37x)" in text and "P=2 20.0-44.0 ms (2.20x)" in text
-    rank = {"in_edges": [5, 6], "edges": [6, 5], "sent_mb": [4.0, 4.0]}
+    rank = {"in_edges": [5, 6], "edges": [6, 5], "sent_mb": [4.0, 4.0], "compute_cpu_ms": [9, 11]}
     rounds = [
         {**rank, "probe_ns": 95, "compute_ms": [10, 12], "wait_ms": [2, 0], "exchange_ms": [3, 3]},
         {**rank, "probe_ns": 385, "compute_ms": [20, 30], "wait_ms": [10, 0],
@@ -92,6 +92,7 @@ def test_a_pagerank_miss_says_placements_spreads_and_each_rank():
          "exchange_ms": [7, 7]},
     ]  # fmt: skip
     by_rank = gp.p2_ranks("z", times, rounds)
-    assert "near rounds (speed-up 2.00): per rank compute 10.0/12.0 ms, wait 2.0/0.0 ms" in by_rank
-    assert "far rounds (speed-up 0.93, 0.97): per rank compute 21.0/29.0 ms, wait 8.0" in by_rank
+    near = "near rounds (speed-up 2.00): per rank compute 10.0/12.0 ms (CPU 9.0/11.0 ms), wait 2.0"
+    assert near in by_rank
+    assert "far rounds (speed-up 0.93, 0.97): per rank compute 21.0/29.0 ms (CPU 9.0/11" in by_rank
     assert "in-edges per rank 5/6" in by_rank

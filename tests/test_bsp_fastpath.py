@@ -54,6 +54,8 @@ def check_ranks(run: dict, path: str, where: str) -> None:
         each = np.array(ranks[key])
         assert each.shape == (size, run["supersteps"]), where
         np.testing.assert_array_equal(each.max(axis=0), [r[key] for r in run["rows"]], where)
+    cpu = np.array(ranks["compute_cpu_s"])  # thread CPU time: the rank's own, never negative
+    assert cpu.shape == (size, run["supersteps"]) and (cpu >= 0).all() and cpu.any(), where
     sent = np.array(ranks["sent"])
     assert sent.shape == (size, run["supersteps"]) and (sent >= 0).all(), where
     if size == 1:

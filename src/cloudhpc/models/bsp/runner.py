@@ -32,7 +32,7 @@ from .program import AGG_OPS, Inbox, Master, Superstep, VertexProgram
 
 SPMD_ONLY = "the bsp model runs on SPMD engines (--engine mpi or serial), not on {}"
 PATHS = ("auto", "fast", "general")
-_LOCAL = 7  # the columns of local_rows
+_LOCAL = 8  # the columns of local_rows
 
 
 @dataclass
@@ -46,8 +46,10 @@ class BSPResult:
     resumed_from: int = 0  # the checkpoint's superstep this run started from (0: the start)
     path: str = "general"  # "fast": the sparse-product path; "general": messages by id
     partitioning: dict[str, Any] = field(default_factory=dict)  # placement, edges per rank
-    # per figure ("compute_s", "communicate_s", "wait_s", "sent"), per rank, per superstep: what
-    # each rank did (the rows hold the slowest); "sent": the rows it sent to other ranks
+    # per figure ("compute_s", "communicate_s", "wait_s", "sent", "compute_cpu_s"), per rank, per
+    # superstep: what each rank did (the rows hold the slowest); "sent": the rows it sent to other
+    # ranks; "compute_cpu_s": the compute's thread CPU time (with the plan's CSC build: a rank
+    # descheduled on a shared machine loses wall time, not CPU time; memory stalls count)
     ranks: dict[str, list[list[float]]] = field(default_factory=dict)
 
     @property
@@ -137,11 +139,11 @@ def run_bsp(
         step = Superstep(
             s, phase, part, active, halted, inbox, aggregated, globals_, outbox, mutations, program
         )
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         with timer.phase("compute"):
             program.compute(step)
         engine.fault_point(s)  # --inject-failure ITER:RANK: this rank dies at superstep ITER
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.thread_time()
         with timer.phase("communicate"):
             # one Alltoall carries everything the ranks must agree on: the rows each sends to
             # each (messages by id and sparse-product rows), whether the sparse product ran and
@@ -184,7 +186,7 @@ def run_bsp(
         sent += int(outbox.plan_counts.sum() - outbox.plan_counts[engine.rank])
         local_rows.append(
             (t1 - t0 - index_s, t2 - t1, inbox.delivered, directions & 1, directions >> 1, waited,
-             sent)
+             sent, c1 - c0)
         )  # fmt: skip
         aggs = got[:, 10:]
         aggregated = dict(zip(by_op["sum"], map(float, aggs[:, :n_sum].sum(axis=0)), strict=True))
@@ -295,8 +297,8 @@ def _add_rank_figures(
     mine = np.zeros((len(rows), _LOCAL))  # a checkpoint of an earlier version kept fewer columns
     kept = np.array(local_rows, dtype=np.float64).reshape(len(rows), -1)
     mine[:, : kept.shape[1]] = kept
-    each = np.zeros((engine.size, 4, len(rows)))
-    each[engine.rank] = mine[:, [0, 1, 5, 6]].T
+    each = np.zeros((engine.size, 5, len(rows)))
+    each[engine.rank] = mine[:, [0, 1, 5, 6, 7]].T
     each = engine.allreduce(each, "sum")
     slowest = engine.allreduce(np.ascontiguousarray(mine[:, [0, 1, 5]]), "max")
     summed = engine.allreduce(np.ascontiguousarray(mine[:, 2:5]), "sum")
@@ -309,5 +311,5 @@ def _add_rank_figures(
             wait_s=float(w),
             direction=direction,
         )
-    names = ("compute_s", "communicate_s", "wait_s", "sent")
+    names = ("compute_s", "communicate_s", "wait_s", "sent", "compute_cpu_s")
     return {name: each[:, i, :].tolist() for i, name in enumerate(names)}
