@@ -91,8 +91,9 @@ def test_a_pagerank_miss_says_placements_spreads_and_each_rank():
         {**rank, "probe_ns": 380, "compute_ms": [22, 28], "wait_ms": [6, 0],
          "exchange_ms": [7, 7]},
     ]  # fmt: skip
-    by_rank = gp.p2_ranks("z", times, rounds)
-    near = "near rounds (speed-up 2.00): per rank compute 10.0/12.0 ms (CPU 9.0/11.0 ms), wait 2.0"
-    assert near in by_rank
-    assert "far rounds (speed-up 0.93, 0.97): per rank compute 21.0/29.0 ms (CPU 9.0/11" in by_rank
+    ones = [{"compute_cpu_ms": [cpu]} for cpu in (19.8, 22.0, 16.5)]  # P = 1's rounds
+    by_rank = gp.p2_ranks("z", times, rounds, ones)
+    near = "near rounds (speed-up 2.00; compute alone in CPU time 1.80): per rank compute 10.0/12.0"
+    assert near in by_rank and "ms (CPU 9.0/11.0 ms), wait 2.0/0.0 ms" in by_rank
+    assert "far rounds (speed-up 0.93, 0.97; compute alone in CPU time 2.00, 1.50)" in by_rank
     assert "in-edges per rank 5/6" in by_rank
