@@ -268,6 +268,8 @@ def rank_facts(rec: dict) -> dict:
     return {
         "compute_ms": each("compute_s"),
         "compute_cpu_ms": each("compute_cpu_s"),
+        # preemptions per iteration during the compute (mean: most iterations have none)
+        "switches": [statistics.fmean(r[steps]) for r in ranks["compute_switches"]],
         "wait_ms": each("wait_s"),
         "exchange_ms": [c - w for c, w in zip(comm, each("wait_s"), strict=True)],
         "sent_mb": [8 * med(r) / 1e6 for r in ranks["sent"]],
@@ -544,7 +546,8 @@ def p2_ranks(kind: str, times: dict, rounds: list[dict], ones: list[dict]) -> st
             f"{where} rounds (speed-up {', '.join(f'{speedups[i]:.2f}' for i in idx)}; "
             f"compute alone in CPU time {', '.join(f'{split[i]:.2f}' for i in idx)}): "
             f"per rank compute {slash(at('compute_ms'), '.1f')} ms (CPU "
-            f"{slash(at('compute_cpu_ms'), '.1f')} ms), wait "
+            f"{slash(at('compute_cpu_ms'), '.1f')} ms, preempted "
+            f"{slash(at('switches'), '.1f')} times per iteration), wait "
             f"{slash(at('wait_ms'), '.1f')} ms, exchange {slash(at('exchange_ms'), '.1f')} ms, "
             f"sent {slash(at('sent_mb'), '.1f')} MB"
         )

@@ -83,7 +83,8 @@ def test_a_pagerank_miss_says_placements_spreads_and_each_rank():
     assert "same-round ratios 2.00, 0.93, 0.97" in text
     assert "in one placement: 2.00 (near), 0.93 (far)" in text  # round 3: P=2 not probed
     assert "P=1 30.0-41.0 ms (1.37x)" in text and "P=2 20.0-44.0 ms (2.20x)" in text
-    rank = {"in_edges": [5, 6], "edges": [6, 5], "sent_mb": [4.0, 4.0], "compute_cpu_ms": [9, 11]}
+    rank = {"in_edges": [5, 6], "edges": [6, 5], "sent_mb": [4.0, 4.0], "compute_cpu_ms": [9, 11],
+            "switches": [0.0, 2.5]}  # fmt: skip
     rounds = [
         {**rank, "probe_ns": 95, "compute_ms": [10, 12], "wait_ms": [2, 0], "exchange_ms": [3, 3]},
         {**rank, "probe_ns": 385, "compute_ms": [20, 30], "wait_ms": [10, 0],
@@ -94,6 +95,7 @@ def test_a_pagerank_miss_says_placements_spreads_and_each_rank():
     ones = [{"compute_cpu_ms": [cpu]} for cpu in (19.8, 22.0, 16.5)]  # P = 1's rounds
     by_rank = gp.p2_ranks("z", times, rounds, ones)
     near = "near rounds (speed-up 2.00; compute alone in CPU time 1.80): per rank compute 10.0/12.0"
-    assert near in by_rank and "ms (CPU 9.0/11.0 ms), wait 2.0/0.0 ms" in by_rank
+    assert near in by_rank and "(CPU 9.0/11.0 ms, preempted 0.0/2.5 times per iteration)" in by_rank
+    assert "wait 2.0/0.0 ms" in by_rank
     assert "far rounds (speed-up 0.93, 0.97; compute alone in CPU time 2.00, 1.50)" in by_rank
     assert "in-edges per rank 5/6" in by_rank

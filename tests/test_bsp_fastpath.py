@@ -56,6 +56,9 @@ def check_ranks(run: dict, path: str, where: str) -> None:
         np.testing.assert_array_equal(each.max(axis=0), [r[key] for r in run["rows"]], where)
     cpu = np.array(ranks["compute_cpu_s"])  # thread CPU time: the rank's own, never negative
     assert cpu.shape == (size, run["supersteps"]) and (cpu >= 0).all() and cpu.any(), where
+    switches = np.array(ranks["compute_switches"])  # counts of the kernel's preemptions
+    assert switches.shape == cpu.shape and (switches >= 0).all(), where
+    assert np.array_equal(switches, np.round(switches)), where
     sent = np.array(ranks["sent"])
     assert sent.shape == (size, run["supersteps"]) and (sent >= 0).all(), where
     if size == 1:

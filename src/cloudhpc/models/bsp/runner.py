@@ -11,6 +11,7 @@ placed."""
 from __future__ import annotations
 
 import inspect
+import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +33,8 @@ from .program import AGG_OPS, Inbox, Master, Superstep, VertexProgram
 
 SPMD_ONLY = "the bsp model runs on SPMD engines (--engine mpi or serial), not on {}"
 PATHS = ("auto", "fast", "general")
-_LOCAL = 8  # the columns of local_rows
+_LOCAL = 9  # the columns of local_rows
+_RUSAGE = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # Linux: the thread's own
 
 
 @dataclass
@@ -49,7 +51,9 @@ class BSPResult:
     # per figure ("compute_s", "communicate_s", "wait_s", "sent", "compute_cpu_s"), per rank, per
     # superstep: what each rank did (the rows hold the slowest); "sent": the rows it sent to other
     # ranks; "compute_cpu_s": the compute's thread CPU time (with the plan's CSC build: a rank
-    # descheduled on a shared machine loses wall time, not CPU time; memory stalls count)
+    # descheduled on a shared machine loses wall time, not CPU time; memory stalls count);
+    # "compute_switches": the times the kernel took the CPU from it during the compute (another
+    # process, or the other rank on the same vCPU: cloudhpc's ranks are not bound)
     ranks: dict[str, list[list[float]]] = field(default_factory=dict)
 
     @property
@@ -139,11 +143,11 @@ def run_bsp(
         step = Superstep(
             s, phase, part, active, halted, inbox, aggregated, globals_, outbox, mutations, program
         )
-        t0, c0 = time.perf_counter(), time.thread_time()
+        t0, c0, v0 = time.perf_counter(), time.thread_time(), _switches()
         with timer.phase("compute"):
             program.compute(step)
         engine.fault_point(s)  # --inject-failure ITER:RANK: this rank dies at superstep ITER
-        t1, c1 = time.perf_counter(), time.thread_time()
+        t1, c1, v1 = time.perf_counter(), time.thread_time(), _switches()
         with timer.phase("communicate"):
             # one Alltoall carries everything the ranks must agree on: the rows each sends to
             # each (messages by id and sparse-product rows), whether the sparse product ran and
@@ -186,7 +190,7 @@ def run_bsp(
         sent += int(outbox.plan_counts.sum() - outbox.plan_counts[engine.rank])
         local_rows.append(
             (t1 - t0 - index_s, t2 - t1, inbox.delivered, directions & 1, directions >> 1, waited,
-             sent, c1 - c0)
+             sent, c1 - c0, v1 - v0)
         )  # fmt: skip
         aggs = got[:, 10:]
         aggregated = dict(zip(by_op["sum"], map(float, aggs[:, :n_sum].sum(axis=0)), strict=True))
@@ -283,6 +287,11 @@ def _source_cut(engine: Engine, part: Partition) -> dict[str, Any]:
     }
 
 
+def _switches() -> int:
+    """This thread's involuntary context switches so far."""
+    return resource.getrusage(_RUSAGE).ru_nivcsw
+
+
 def _add_rank_figures(
     engine: Engine, rows: list[dict], local_rows: list[tuple]
 ) -> dict[str, list[list[float]]]:
@@ -297,8 +306,8 @@ def _add_rank_figures(
     mine = np.zeros((len(rows), _LOCAL))  # a checkpoint of an earlier version kept fewer columns
     kept = np.array(local_rows, dtype=np.float64).reshape(len(rows), -1)
     mine[:, : kept.shape[1]] = kept
-    each = np.zeros((engine.size, 5, len(rows)))
-    each[engine.rank] = mine[:, [0, 1, 5, 6, 7]].T
+    each = np.zeros((engine.size, 6, len(rows)))
+    each[engine.rank] = mine[:, [0, 1, 5, 6, 7, 8]].T
     each = engine.allreduce(each, "sum")
     slowest = engine.allreduce(np.ascontiguousarray(mine[:, [0, 1, 5]]), "max")
     summed = engine.allreduce(np.ascontiguousarray(mine[:, 2:5]), "sum")
@@ -311,5 +320,5 @@ def _add_rank_figures(
             wait_s=float(w),
             direction=direction,
         )
-    names = ("compute_s", "communicate_s", "wait_s", "sent", "compute_cpu_s")
+    names = ("compute_s", "communicate_s", "wait_s", "sent", "compute_cpu_s", "compute_switches")
     return {name: each[:, i, :].tolist() for i, name in enumerate(names)}
