@@ -619,3 +619,25 @@ def test_crowded_reads_the_layout_as_threads_x_ranks_per_node_x_nodes():
     assert not _crowded(rec("1x2x4"))  # 2 ranks per node on each of 4 nodes
     assert _crowded(rec("1x4x1")) and not _crowded(rec("1x2x1"))
     assert not _crowded(rec(None)) and not _crowded(rec("1x2x1", cores=0))
+
+
+def test_alltoallv_site_without_its_own_block_keeps_the_block_size():
+    """A profile whose Alltoallv keeps the rank's own block out (NPB IS) has half the bytes_sent
+    at P = 2; its bytes_out (what left the rank) gives the fit the same per-call size, in
+    mpiP's terms, as a profile whose call sends the block to itself too."""
+    full, record = make_profile(2, "S")
+    kept, _ = make_profile(2, "S")
+    for prof, sent in ((full, 1.0), (kept, 0.5)):
+        for rp in prof.ranks:  # half of a rank's keys go to the other rank
+            st = rp.callsites[2]
+            st.bytes_out = st.bytes_sent // 2
+            st.bytes_sent = int(st.bytes_sent * sent)
+
+    def site_bytes(prof: Profile) -> float:
+        role = observe(prof, record).roles["rank 0"]
+        return next(s.bytes for s in role.sites.values() if s.call == "MPI_Alltoallv")
+
+    assert site_bytes(kept) == pytest.approx(site_bytes(full)) == pytest.approx(4 * KEYS["S"] / 2)
+    for rp in kept.ranks:  # without the field, the kept block looks half its size
+        rp.callsites[2].bytes_out = None
+    assert site_bytes(kept) == pytest.approx(4 * KEYS["S"] / 4)
