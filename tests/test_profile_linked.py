@@ -61,3 +61,14 @@ def test_profile_of_a_system_mpich_program_counts_every_call(builds, tmp_path):
         for fn, (count, sent, recv) in expected[rp["rank"]].items():
             got = calls[fn]
             assert (got["count"], got["bytes_sent"], got["bytes_recv"]) == (count, sent, recv), fn
+
+
+def test_no_compiler_for_the_linked_library_is_one_line(builds, monkeypatch):
+    import cloudhpc.mpi.linked as linked
+    from cloudhpc.errors import CloudhpcError
+
+    monkeypatch.setattr(linked, "compiler_for", lambda library: None)
+    with pytest.raises(CloudhpcError) as e:
+        program_mpi(str(builds["system"]), get_implementation("mpich"))
+    text = str(e.value)
+    assert "\n" not in text and "libmpich.so" in text and "no mpicc that links it" in text

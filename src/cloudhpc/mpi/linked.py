@@ -103,7 +103,7 @@ class LinkedMpi(MpiImplementation):
     def __init__(self, library: Path, mpicc: str) -> None:
         self.library = library
         self.mpicc = mpicc
-        self.title = library.name  # "built with libmpich.so.12.2.2's mpicc"
+        self.title = library.name  # as the build says: "with libmpich.so.12.2.2's mpicc"
 
     def tool(self, name: str) -> str:
         if name != "mpicc":
