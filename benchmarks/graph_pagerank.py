@@ -282,18 +282,25 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=None, help="rounds (default 3; --quick: 1)")
     ap.add_argument("--quick", action="store_true", help="100,000 vertices / 1,000,000 edges")
     ap.add_argument("--kinds", default=",".join(KINDS), help="graph kinds (default: all four)")
+    ap.add_argument("--apps", default="all", choices=("all", "components,sssp"),
+                    help="components,sssp: only those two against csgraph (no PageRank, no "
+                    "peers beyond csgraph), their ratios printed; not with --save")  # fmt: skip
     args = parse_args(ap)
+    pagerank = args.apps == "all"
+    if args.save and not pagerank:
+        ap.error("--save writes the whole table: leave out --apps")
     kinds = [k for k in args.kinds.split(",") if k]
     if not kinds or any(k not in KINDS for k in kinds):
         ap.error(f"--kinds: choose from {', '.join(KINDS)}")
     rounds = args.rounds if args.rounds is not None else (1 if args.quick else 3)
     if rounds < 1:
         ap.error("--rounds must be at least 1")
-    require_module("networkx", "networkx")
-    require_module("graphblas", "python-graphblas (SuiteSparse:GraphBLAS)")
-    import graphblas as gb
+    if pagerank:  # the PageRank peers
+        require_module("networkx", "networkx")
+        require_module("graphblas", "python-graphblas (SuiteSparse:GraphBLAS)")
+        import graphblas as gb
 
-    gb.init("suitesparse", blocking=False)
+        gb.init("suitesparse", blocking=False)
     warnings.simplefilter("ignore")
     n, m = QUICK if args.quick else FULL
     t_start = time.perf_counter()
@@ -325,11 +332,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="graph-bench-") as tmp:
         for kind in kinds:
             print(f"{kind}: {n:,} vertices, {m:,} edges", flush=True)
-            g = Graph(kind, n, m)
+            g = Graph(kind, n, m, peers=pagerank)
             in_edges = np.bincount(owners_of(g.dst, 2, True), minlength=2)  # P = 2's hash
             # scipy's CSR merges parallel edges (one nonzero, value 2): fewer gathers than edges
             facts[f"{kind} graph"] = {"scipy_nonzeros_per_edge": g.at.nnz / m}
-            ref_pr, _ = pagerank_scipy(g.at, g.degree, n, DAMPING, ITERATIONS, 0.0)
+            if pagerank:
+                ref_pr, _ = pagerank_scipy(g.at, g.degree, n, DAMPING, ITERATIONS, 0.0)
             ref_cc = components_reference(g.src, g.dst, g.w, n, {})
             ref_sp = sssp_reference(g.src, g.dst, g.w, n, {"directed": True, "source": g.source})
             a_cc = _csr(g.src, g.dst, np.ones(m), n)
@@ -337,35 +345,36 @@ def main() -> None:
             pr_args = ["--directed", "--iterations", str(ITERATIONS), "--tol", "0"]
             for r in range(rounds):
                 print(f" round {r + 1}/{rounds}", flush=True)
-                for p in (1, 2):
-                    out = os.path.join(tmp, f"pr-{p}.npy")
+                if pagerank:
+                    for p in (1, 2):
+                        out = os.path.join(tmp, f"pr-{p}.npy")
+                        ns = round_trip_ns()
+                        rec = cloudhpc_run("pagerank", g, p, out, *pr_args)
+                        add(kind, f"pagerank cloudhpc P={p}", rec["metrics"]["per_iteration_s"], ns)
+                        facts[f"{kind} pagerank P={p}"] = bsp_facts(rec)
+                        where = {"probe_ns": ns, "in_edges": in_edges.tolist()}
+                        by_round.setdefault(f"{kind} pagerank P={p}", []).append(
+                            {**where, **rank_facts(rec)}
+                        )
+                        diff = relative_difference(np.load(out), ref_pr)
+                        compare(f"{kind} pagerank P={p} vs scipy", diff <= PAGERANK_TOL, diff)
                     ns = round_trip_ns()
-                    rec = cloudhpc_run("pagerank", g, p, out, *pr_args)
-                    add(kind, f"pagerank cloudhpc P={p}", rec["metrics"]["per_iteration_s"], ns)
-                    facts[f"{kind} pagerank P={p}"] = bsp_facts(rec)
-                    where = {"probe_ns": ns, "in_edges": in_edges.tolist()}
-                    by_round.setdefault(f"{kind} pagerank P={p}", []).append(
-                        {**where, **rank_facts(rec)}
-                    )
-                    diff = relative_difference(np.load(out), ref_pr)
-                    compare(f"{kind} pagerank P={p} vs scipy", diff <= PAGERANK_TOL, diff)
-                ns = round_trip_ns()
-                s, _ = timed(pagerank_scipy, g.at, g.degree, n, DAMPING, ITERATIONS, 0.0)
-                add(kind, "pagerank scipy.sparse", s / ITERATIONS, ns)
-                ns = round_trip_ns()
-                ours, theirs = products_alone(g)
-                add(kind, "product alone: cloudhpc pull (P=1 plan)", ours, ns)
-                add(kind, "product alone: scipy A^T x", theirs, ns)
-                ns = round_trip_ns()
-                both = two_copies(g)
-                add(kind, "pagerank scipy.sparse, 2 copies at once (slower)", max(both), ns)
-                for threads in (1, 2):
-                    gb.ss.config["nthreads"] = threads
+                    s, _ = timed(pagerank_scipy, g.at, g.degree, n, DAMPING, ITERATIONS, 0.0)
+                    add(kind, "pagerank scipy.sparse", s / ITERATIONS, ns)
                     ns = round_trip_ns()
-                    s, got = timed(pagerank_graphblas, g, ITERATIONS)
-                    add(kind, f"pagerank GraphBLAS {threads}t", s / ITERATIONS, ns)
-                    diff = relative_difference(got, ref_pr)
-                    compare(f"{kind} GraphBLAS {threads}t vs scipy", diff <= PAGERANK_TOL, diff)
+                    ours, theirs = products_alone(g)
+                    add(kind, "product alone: cloudhpc pull (P=1 plan)", ours, ns)
+                    add(kind, "product alone: scipy A^T x", theirs, ns)
+                    ns = round_trip_ns()
+                    both = two_copies(g)
+                    add(kind, "pagerank scipy.sparse, 2 copies at once (slower)", max(both), ns)
+                    for threads in (1, 2):
+                        gb.ss.config["nthreads"] = threads
+                        ns = round_trip_ns()
+                        s, got = timed(pagerank_graphblas, g, ITERATIONS)
+                        add(kind, f"pagerank GraphBLAS {threads}t", s / ITERATIONS, ns)
+                        diff = relative_difference(got, ref_pr)
+                        compare(f"{kind} GraphBLAS {threads}t vs scipy", diff <= PAGERANK_TOL, diff)
                 for app, ref, extra in (
                     ("components", ref_cc, []),
                     ("sssp", ref_sp, ["--directed", "--source", str(g.source)]),
@@ -392,10 +401,14 @@ def main() -> None:
                     s, _ = timed(fn, *fargs)
                     add(kind, who, s, ns)
             del g
-            networkx_row(kind, tmp, add, compare, args.quick)
+            if pagerank:
+                networkx_row(kind, tmp, add, compare, args.quick)
 
     med = {k: statistics.median(v) for k, v in times.items()}
     print(load_note())
+    if not pagerank:
+        print_csgraph_ratios(kinds, times)
+        raise SystemExit(1 if failures else 0)
     small_m = (NETWORKX_QUICK if args.quick else NETWORKX_FULL)[1]
     rows, ratios = tables(kinds, med, times, m, small_m, facts, probes, by_round)
     wall = time.perf_counter() - t_start
@@ -730,6 +743,24 @@ def print_ratios(ratios: dict) -> None:
                        f"{'met' if met(k, v) else 'MISSED'})"  # fmt: skip
             shown = f"{v:.3f}" if isinstance(v, float) else str(v)
             print(f"  {k:34s} {shown}{mark}")
+
+
+def print_csgraph_ratios(kinds, times) -> None:
+    """--apps components,sssp: whole run, plan and supersteps at P = 1 and 2 against csgraph
+    (median over rounds of the same-round ratio)."""
+    for kind in kinds:
+        print(f"{kind}:")
+        for app in ("components", "sssp"):
+            peer = times[(kind, f"{app} csgraph")]
+            for p in (1, 2):
+                parts = []
+                for what in ("", " plan", " supersteps"):
+                    mine = times[(kind, f"{app} cloudhpc P={p}{what}")]
+                    ratio = statistics.median(x / y for x, y in zip(mine, peer, strict=True))
+                    parts.append(f"{what.strip() or 'whole'} {statistics.median(mine):.3f} s "
+                                 f"({ratio:.2f}x)")  # fmt: skip
+                print(f"  {app:10s} P={p}: " + ", ".join(parts) +
+                      f"; csgraph {statistics.median(peer):.3f} s")  # fmt: skip
 
 
 def plot(kinds, med, m: int, started: str) -> None:

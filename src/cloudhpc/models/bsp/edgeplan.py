@@ -216,15 +216,15 @@ class EdgePlan:
         if pull and self.symmetric:
             self.directions |= PULL
             w = part.edge_values[weight] if code else self._none
+            offsets, target = part.offsets.view(np.uint64), self.target.view(np.uint32)
             if first and everyone:
-                self.y[n:] = self.identity
                 made = pull_all_symmetric(
-                    part.offsets, self.target, n, values, w, code, self.op, self.identity,
+                    offsets, target, n, len(self.y), values, w, code, self.op, self.identity,
                     self.y, self.has,
                 )  # fmt: skip
             else:
                 made = pull_masked_symmetric(
-                    part.offsets, self.target, n, values, send, w, code, self.op, self.y,
+                    offsets, target, n, len(self.y), values, send, w, code, self.op, self.y,
                     self.has,
                 )  # fmt: skip
         elif pull:
