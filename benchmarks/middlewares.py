@@ -217,7 +217,10 @@ PLACEMENT_NOTE = (
     "cores sharing a cache; far ~360-400 ns; between: 150-300 ns; the hypervisor moves them "
     "while programs run, and "
     "shared memory at 1 MiB is 2-4x slower far than near), then the ratio of rounds made in "
-    "one placement and each side's own spread over its rounds."
+    "one placement and each side's own spread over its rounds. On vm-net both sides start their "
+    "ranks unbound (cloudhpc's line, given to IMB too), and where the scheduler puts them moves "
+    "1-4 MiB 1.4-10x under load (docs/mpi.md, 'vm-net: where the unbound ranks run'; not yet "
+    "measured quietly)."
 )
 
 
