@@ -115,12 +115,6 @@ def python_call(comm, o: Operands, tag: int = 1) -> Callable[[int], None]:
     return lambda i: None
 
 
-def _make_op(comm, op: str, nbytes: int) -> Callable[[int], None]:
-    """A closure doing one call of `op` with `nbytes` through mpi4py (argument: the call's
-    index)."""
-    return python_call(comm, operands(comm, op, nbytes))
-
-
 def python_loop(comm, call: Callable[[int], None], reps: int, start: int = 0) -> float:
     """IMB's loop through mpi4py: the summed seconds of `reps` calls, each timed on its own,
     a barrier after each when SYNC."""

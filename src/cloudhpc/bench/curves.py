@@ -31,7 +31,8 @@ from mpi4py import MPI
 
 from ..context import RunContext
 from ..errors import CloudhpcError
-from .coll import _make_op
+from .buffers import release
+from .coll import operands, python_call
 from .ops import OPS, REDUCTIONS
 
 MIN_REPS = 3
@@ -136,12 +137,14 @@ def _measure(ctx: RunContext, op: str, nbytes: int, budget_s: float, cap_s: floa
     """One row: the repetitions' mean and spread, over ranks; and whether the pilot call took
     longer than cap_s (the larger sizes of this operation are then left to extrapolation)."""
     comm = ctx.comm
+    buffers = ()
     if op == "pingpong":
         call = _pingpong(comm, nbytes)
     elif op == "sendrecv":
         call = _sendrecv(comm, nbytes)
     else:
-        call = _make_op(comm, op, nbytes)
+        o = operands(comm, op, nbytes)
+        call, buffers = python_call(comm, o), (o.send, o.recv)
     comm.Barrier()
     call(0)  # warm-up: connections, registration, first touch of the buffers
     pilot = comm.allreduce(float(_timed(call, 1, 1)[0]), op=MPI.MAX)
@@ -149,6 +152,8 @@ def _measure(ctx: RunContext, op: str, nbytes: int, budget_s: float, cap_s: floa
     reps = MIN_REPS if slow else int(min(MAX_REPS, max(MIN_REPS, budget_s / max(pilot, 1e-7))))
     comm.Barrier()
     times = _timed(call, reps, 2)
+    del call  # its closure holds the buffers: MPI_Alloc_mem's, given back now
+    release(*buffers)
     if op == "pingpong":
         times = times / 2  # half the round trip, as bench pingpong
     mine = (
