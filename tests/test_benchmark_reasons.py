@@ -99,3 +99,20 @@ def test_a_pagerank_miss_says_placements_spreads_and_each_rank():
     assert "wait 2.0/0.0 ms" in by_rank
     assert "far rounds (speed-up 0.93, 0.97; compute alone in CPU time 2.00, 1.50)" in by_rank
     assert "in-edges per rank 5/6" in by_rank
+
+
+def test_coll_ab_reads_the_shim_and_the_ab_loop():
+    import coll_ab
+
+    text = "SHIM imb 0 allreduce 900.0 80.0 70.0 71.0 72.0\nSHIM bench 0 allreduce 66.0 67.0\n"
+    text += "SHIM imb 1 allreduce 1.0\nSHIM imb 0 bcast 5.0\n"
+    assert coll_ab.shim_calls(text, "imb", "allreduce") == [[900.0, 80.0, 70.0, 71.0, 72.0]]
+    s = coll_ab.summary([900.0, 80.0, 70.0, 71.0, 72.0], 3)  # the timed loop's last 3 calls
+    assert s == {"calls": 3, "min_us": 70.0, "p10_us": 70.0, "median_us": 71.0}
+    assert coll_ab.summary([3.0, 1.0, 2.0], 0)["median_us"] == 2.0
+    rows = coll_ab.parse_ab(["AB page-aligned,ones 66.60 67.10 80.00 page+0", "noise"])
+    assert rows == [{"kind": "page-aligned,ones", "p10_us": 66.6, "median_us": 67.1,
+                     "p90_us": 80.0, "offset": "page+0"}]  # fmt: skip
+    imb = ["#bytes #repetitions t_min[usec] t_max[usec] t_avg[usec]",
+           "      1048576           40       70.77        71.42        71.09"]  # fmt: skip
+    assert coll_ab.imb_repetitions(imb, 1 << 20) == (40, 71.09)
