@@ -291,15 +291,19 @@ def classify_edges(offsets, dst, lookup, alive, hub, size, hashed, n_ids):
     everyone = True  # every vertex alive (no mutations): no second random load per edge
     for v in range(len(alive)):
         everyone &= alive[v]
+    # the lookups first, in a loop of their own: independent loads the core overlaps (in the
+    # loop below, the branches on where a target lives stalled them: 40% slower on zipf-src)
+    for e in range(m):
+        target[e] = lookup_one(lookup, dst[e])
     nm = 0
     nf = 0
     for s in range(len(offsets) - 1):
         is_hub = hub[s]
         for e in range(offsets[s], offsets[s + 1]):
-            g = dst[e]
-            t = lookup_one(lookup, g)
+            t = target[e]
             if t >= 0:
-                target[e] = t if everyone or alive[t] else -1
+                if not everyone and not alive[t]:
+                    target[e] = -1
             elif is_hub:
                 target[e] = -1
                 moved[nm] = e
@@ -309,7 +313,7 @@ def classify_edges(offsets, dst, lookup, alive, hub, size, hashed, n_ids):
                 target[e] = FAR
                 nf += 1
                 if n_ids > 0:
-                    slot_by_id[g] = 1
+                    slot_by_id[dst[e]] = 1
     # sparse ids: the distinct far targets in a table sized by the far edges, first-seen order
     slot_table = np.full((capacity(nf) if n_ids <= 0 else 0, 2), EMPTY, dtype=np.int64)
     first = np.empty(nf if n_ids <= 0 else 0, dtype=np.int64)
