@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from ...jit import kernel
-from .hashing import EMPTY, capacity, lookup_one, mix64, owner_of, probe
+from .hashing import EMPTY, capacity, lookup_one, owner_of, probe
 
 FAR = -2  # classify_edges: an edge to another rank's vertex, its slot not yet placed
 
@@ -369,17 +369,13 @@ def classify_edges(offsets, dst, lookup, alive, hub, size, hashed, n_ids):
 @kernel
 def place_far(dst, target, n_ids, slot_by_id, slot_table, slot_pos) -> None:
     """The edges classify_edges marked FAR get their slot's place among the targets."""
-    cap = slot_table.shape[0]
     for e in range(len(dst)):
         if target[e] == FAR:
             g = dst[e]
             if n_ids > 0:
                 target[e] = slot_pos[slot_by_id[g]]
             else:
-                h = np.int64(mix64(g) & np.uint64(cap - 1))
-                while slot_table[h, 0] != g:
-                    h = (h + 1) & (cap - 1)
-                target[e] = slot_pos[slot_table[h, 1]]
+                target[e] = slot_pos[slot_table[probe(slot_table[:, 0], g), 1]]
 
 
 @kernel

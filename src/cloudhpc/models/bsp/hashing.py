@@ -97,12 +97,8 @@ def _lookup_one(where, g):
 def owners_of(gids: np.ndarray, size: int, hashed: bool) -> np.ndarray:
     """The rank that owns each global id."""
     out = np.empty(len(gids), dtype=np.int64)
-    p = np.uint64(size)
     for i in range(len(gids)):
-        if hashed:
-            out[i] = np.int64(mix64(gids[i]) % p)
-        else:
-            out[i] = gids[i] % size
+        out[i] = owner_of(gids[i], size, hashed)
     return out
 
 
@@ -120,18 +116,9 @@ def table_build(keys: np.ndarray) -> np.ndarray:
 @njit(cache=True)
 def table_lookup(table: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Index of each key in the table, -1 when absent."""
-    cap = table.shape[0]
-    mask = np.uint64(cap - 1)
     out = np.empty(len(keys), dtype=np.int64)
     for i in range(len(keys)):
-        k = keys[i]
-        h = np.int64(mix64(k) & mask)
-        out[i] = -1
-        while table[h, 0] != EMPTY:
-            if table[h, 0] == k:
-                out[i] = table[h, 1]
-                break
-            h = (h + 1) & (cap - 1)
+        out[i] = lookup_one(table, keys[i])
     return out
 
 
@@ -139,12 +126,9 @@ def table_lookup(table: np.ndarray, keys: np.ndarray) -> np.ndarray:
 def dense_lookup(gids: np.ndarray, rank: int, size: int, n_local: int) -> np.ndarray:
     """Local index of ids owned by `rank` under the modulo partitioner (-1: not a local vertex)."""
     out = np.empty(len(gids), dtype=np.int64)
+    where = (rank, size, n_local)
     for i in range(len(gids)):
-        g = gids[i]
-        if g >= 0 and g % size == rank and g // size < n_local:
-            out[i] = g // size
-        else:
-            out[i] = -1
+        out[i] = lookup_one(where, gids[i])
     return out
 
 
@@ -161,10 +145,8 @@ def array_build(keys: np.ndarray, n: int) -> np.ndarray:
 def array_lookup(index: np.ndarray, keys: np.ndarray) -> np.ndarray:
     """Index of each key in a direct array, -1 when absent or out of its range."""
     out = np.empty(len(keys), dtype=np.int64)
-    n = len(index)
     for i in range(len(keys)):
-        k = keys[i]
-        out[i] = index[k] if 0 <= k < n else -1
+        out[i] = lookup_one(index, keys[i])
     return out
 
 
