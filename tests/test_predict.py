@@ -44,6 +44,8 @@ def env(alpha: float, per_byte: float, sd: float = 0.0, probe: float | None = No
     curves = {op: linear(op, alpha, per_byte, SIZES, sd) for op in ops}
     # an exchange costs more than one way: both directions of the link are busy
     curves["sendrecv"] = linear("sendrecv", 1.5 * alpha, 1.2 * per_byte, SIZES, sd)
+    # an Alltoallv with no block to the rank itself: P = 2, half the bytes of one that has it
+    curves["alltoallv_others"] = linear("alltoallv_others", alpha, per_byte / 2, SIZES, sd)
     return Curves(curves, probe)
 
 
@@ -151,8 +153,9 @@ def test_transfer_replaced_and_waiting_carried_over():
 def test_alltoallv_without_its_own_block_priced_by_the_bytes_that_leave():
     """NPB IS keeps a rank's own keys out of its Alltoallv: at P = 2 a call sends one 8 MB
     block, where a call that also sends itself one is 16 MB in mpiP's terms. bytes_out (the
-    bytes to the other ranks) prices both at an 8 MB block; without it, the first looked like
-    a 4 MB block."""
+    bytes to the other ranks) prices both at an 8 MB block, on the curve that sends only to the
+    other ranks (the copy of a rank's own block carries over as measured); without it, the
+    first looked like a 4 MB block on the alltoallv curve."""
 
     def row(prof: Profile) -> dict:
         return {r["call"]: r for r in predict(prof, SRC, TGT).call_rows()}["MPI_Alltoallv"]
@@ -165,11 +168,20 @@ def test_alltoallv_without_its_own_block_priced_by_the_bytes_that_leave():
             c = rp.calls["MPI_Alltoallv"]
             rp.calls["MPI_Alltoallv"] = stats(11, c.time_s, 8 * MB * 11, 8 * MB * 11, {8 * MB: 11})
             rp.calls["MPI_Alltoallv"].bytes_out = out
-    priced = 11 * t(TGT, "alltoallv", 8 * MB)
+    priced = 11 * t(TGT, "alltoallv_others", 8 * MB)
+    assert priced < 11 * t(TGT, "alltoallv", 8 * MB)  # the block to itself is not in it
     assert row(full)["target_transfer_s"] == pytest.approx(priced)
     assert row(kept)["target_transfer_s"] == pytest.approx(priced)
+    assert row(kept)["model"] == row(full)["model"] == "alltoallv_others"
     assert row(kept)["size_bytes"] == pytest.approx(8 * MB)
     assert row(unknown)["target_transfer_s"] == pytest.approx(11 * t(TGT, "alltoallv", 4 * MB))
+    assert row(unknown)["model"] == "alltoallv"
+    # the source's transfer on the same curve: what the call spent beyond it (its own block's
+    # copy, waiting) carries over
+    src = 11 * t(SRC, "alltoallv_others", 8 * MB)
+    assert row(full)["wait_s"] == pytest.approx(row(full)["source_s"] - src)
+    assert needed_points(kept)["alltoallv_others"] == [8 * MB]
+    assert "alltoallv" not in needed_points(kept)
     assert call_sizes("MPI_Alltoallv", kept.ranks[0].calls["MPI_Alltoallv"], 2) == [(8 * MB, 11)]
 
 
@@ -383,6 +395,24 @@ def test_curves_cached_extended_and_refreshed(tmp_path):
     assert sum(r["app"] == APP for r in load_records(res)) == 4  # first, wider, refresh, vm-net
 
 
+def test_curve_of_an_alltoallv_that_sends_only_to_the_others(tmp_path):
+    """bench.curves's alltoallv_others: each rank sends every other rank a block and none to
+    itself (measured with MPI, 2 ranks)."""
+    from cloudhpc.curves import curves_for
+    from cloudhpc.launch.options import LaunchOptions, make_job
+
+    res = str(tmp_path / "res")
+    job = make_job("bench.curves", {}, LaunchOptions(nprocs=2, results=res, oversubscribe=True))
+    need = {"alltoallv_others": [1024, 64 * 1024], "alltoallv": [64 * 1024]}
+    curves, rec, measured = curves_for(job, need, budget_s=0.01)
+    assert measured == need
+    rows = {(r["op"], r["bytes"]): r for r in rec["rows"]}
+    assert set(rows) == {("alltoallv_others", 1024), ("alltoallv_others", 65536),
+                         ("alltoallv", 65536)}  # fmt: skip
+    assert all(r["t_median_usec"] > 0 and r["repetitions"] >= 3 for r in rows.values())
+    assert curves.curve("alltoallv_others").sizes == [1024, 65536]
+
+
 @pytest.fixture(scope="module")
 def is_profile(tmp_path_factory) -> tuple[str, dict]:
     res = str(tmp_path_factory.mktemp("predict") / "res")
@@ -407,7 +437,8 @@ def test_predict_npb_is_class_s(is_profile):
     assert p["compute_factor"] == 1.0 and p["region"] == "the job's timed region"
     calls = {r["call"]: r for r in rec["rows"]}
     a2a = calls["MPI_Alltoallv"]
-    assert a2a["model"] == "alltoallv" and a2a["target_transfer_s"] > 0
+    # what left the rank, on the curve with no block to itself (bytes_out is recorded)
+    assert a2a["model"] == "alltoallv_others" and a2a["target_transfer_s"] > 0
     # class S: 2^16 keys of 4 B over 2 ranks, half of each rank's to the other (IS keeps its
     # own half out of the call: priced from the bytes that left the rank, not bytes_sent / P)
     assert 0.8 * 2**16 * 4 / 2 / 2 < a2a["size_bytes"] < 1.25 * 2**16 * 4 / 2 / 2

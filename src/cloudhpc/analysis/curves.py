@@ -19,6 +19,8 @@ from ..results.record import Record, as_record
 
 FORMAT = 1  # of the rows and extra fields `bench.curves` records hold
 BURST = "burst"  # bench/curves.py: a message that starts on an idle link
+#: bench/curves.py: an Alltoallv with a block to every other rank and none to itself
+ALLTOALLV_OTHERS = "alltoallv_others"
 #: the burst curve's sizes: 0 (the round trip's latency), then 4 KiB to 16 MiB by 4x
 BURST_SIZES = [0, *(4096 * 4**k for k in range(7))]
 MIN_BURST_GAIN = 1.5  # line rate over sustained rate below which a link has no bucket to speak of

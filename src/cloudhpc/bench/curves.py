@@ -15,9 +15,12 @@ Operations: "pingpong" (half the round trip between ranks 0 and 1, as `bench pin
 "burst" (a message from rank 0 to rank 1 and a one-byte answer after the link was idle: what a
 token bucket on the link lets through at line speed, where the others see its sustained rate),
 "sendrecv" (IMB's Sendrecv: every rank sends to its right neighbour and receives from its left
-at once, time per call: the exchanges of halo and CG codes, both directions of a link busy) and
-the collectives of `bench coll`, whose `bytes` mean what they mean there (IMB: the block per
-process for rooted and all-to-all operations, the whole vector for reductions).
+at once, time per call: the exchanges of halo and CG codes, both directions of a link busy),
+"alltoallv_others" (an Alltoallv with a block of `bytes` to every other rank and none to itself:
+what leaves a rank, priced apart from the copy of its own block, which is memory work whose
+cost differs between MPICH's shared-memory and ofi paths) and the collectives of `bench coll`,
+whose `bytes` mean what they mean there (IMB: the block per process for rooted and all-to-all
+operations, the whole vector for reductions).
 """
 
 from __future__ import annotations
@@ -39,7 +42,8 @@ MIN_REPS = 3
 MAX_REPS = 200
 TAG = 11
 BURST = "burst"  # a transfer that starts on an idle link: what a token bucket lets through
-P2P = ("pingpong", "sendrecv", BURST)
+OTHERS = "alltoallv_others"  # an Alltoallv whose own block stays out of the call
+P2P = ("pingpong", "sendrecv", BURST, OTHERS)
 IDLE_S = 0.02  # the link's idle time before each burst: refills a bucket of up to 20 ms
 BURST_REPS = 3
 
@@ -83,6 +87,16 @@ def _sendrecv(comm, nbytes: int):
     rank, size = comm.Get_rank(), comm.Get_size()
     right, left = (rank + 1) % size, (rank - 1) % size
     return lambda i: comm.Sendrecv(send, right, TAG, recv, left, TAG)
+
+
+def _alltoallv_others(comm, nbytes: int):
+    """An Alltoallv of `nbytes` to each other rank and none to itself (NPB IS keeps its own keys
+    out of the call); its buffers, to give back."""
+    o = operands(comm, "alltoallv", nbytes)
+    counts = o.counts.copy()
+    counts[comm.Get_rank()] = 0
+    vs, vr = [o.send, counts, o.displs, MPI.BYTE], [o.recv, counts, o.displs, MPI.BYTE]
+    return (lambda i: comm.Alltoallv(vs, vr)), (o.send, o.recv)
 
 
 def _burst(ctx: RunContext, nbytes: int, cap_s: float):
@@ -142,6 +156,8 @@ def _measure(ctx: RunContext, op: str, nbytes: int, budget_s: float, cap_s: floa
         call = _pingpong(comm, nbytes)
     elif op == "sendrecv":
         call = _sendrecv(comm, nbytes)
+    elif op == OTHERS:
+        call, buffers = _alltoallv_others(comm, nbytes)
     else:
         o = operands(comm, op, nbytes)
         call, buffers = python_call(comm, o), (o.send, o.recv)
