@@ -115,10 +115,10 @@ def curve_for(name: str, stats: Any, nprocs: int) -> str | None:
     """curve_of, except for an all-to-all-v whose profile says what left the rank (bytes_out):
     its transfers to the other ranks come from the curve that sends only those, and the copy of
     its own block, if it made one, is memory work that carries over as measured. The alltoallv
-    curve sends every rank a block to itself too, and MPICH's copy to itself is slower on vm-net
-    than on native (its ofi netmod's self path: an 8 MiB block 2.3 against 1.2 ms, no socket
-    traffic): NPB IS, which keeps its own keys out of the call, paid that difference in its
-    prediction and not in its run."""
+    curve sends every rank a block to itself too, a copy that a program keeping its own block
+    out (NPB IS) never makes and whose cost need not be the same on both sides (MPICH's 8 MiB
+    self-only Alltoallv: fastest call 5.4-6.6 ms on vm-net, 2.7-3.7 ms on native, in 4 of 5
+    interleaved pairs at load 7-8.5; no socket traffic either way)."""
     curve = curve_of(name)
     if curve == "alltoallv" and nprocs >= 2 and getattr(stats, "bytes_out", None) is not None:
         return ALLTOALLV_OTHERS
