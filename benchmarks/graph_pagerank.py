@@ -245,6 +245,8 @@ def bsp_facts(rec: dict) -> dict:
         "split_hubs": bsp["partitioning"].get("split_hubs", 0),
         "edge_imbalance": rec["metrics"]["edge_imbalance"],
         "directions": sorted({r["direction"] for r in rec["rows"] if r["direction"]}),
+        # the superstep the plan was built at (None: every superstep pushed without one)
+        "plan_superstep": bsp["partitioning"].get("plan_superstep"),
         "plan_s": plan_s(rec),
         "supersteps": rec["metrics"]["supersteps"],
         # a superstep's spread: a rank descheduled for a time slice (MPI ranks poll while they
@@ -407,7 +409,7 @@ def main() -> None:
     med = {k: statistics.median(v) for k, v in times.items()}
     print(load_note())
     if not pagerank:
-        print_csgraph_ratios(kinds, times)
+        print_csgraph_ratios(kinds, times, facts)
         raise SystemExit(1 if failures else 0)
     small_m = (NETWORKX_QUICK if args.quick else NETWORKX_FULL)[1]
     rows, ratios = tables(kinds, med, times, m, small_m, facts, probes, by_round)
@@ -633,6 +635,8 @@ def tables(kinds, med, times, m, small_m, facts, probes, by_round) -> tuple[list
             r[f"{app} P=2 plan s"] = med[(kind, f"{app} cloudhpc P=2 plan")]
             r[f"{app} P=2 whole run s"] = med[(kind, f"{app} cloudhpc P=2")]
             r[f"{app} P=2 supersteps"] = facts[f"{kind} {app} P=2"]["supersteps"]
+            r[f"{app} P=2 directions"] = ", ".join(facts[f"{kind} {app} P=2"]["directions"])
+            r[f"{app} P=2 plan superstep"] = facts[f"{kind} {app} P=2"]["plan_superstep"]
             r[f"{app} P=2 supersteps s"] = med[(kind, f"{app} cloudhpc P=2 supersteps")]
             r[f"{app} csgraph s"] = med[(kind, f"{app} csgraph")]
             for part in ("compute", "wait", "exchange"):
@@ -692,15 +696,17 @@ def _why(kind: str, key: str, r: dict) -> str:
         return f"GraphBLAS 1t / scipy {r['GraphBLAS 1t / scipy']:.2f}"
     app = key.split()[0]
     a = lambda k: r[f"{app} P=2 {k}"]  # noqa: E731
+    built = a("plan superstep")
+    plan = "never built" if built is None else f"built at superstep {built}"
     return (
-        f"plan {a('plan s'):.2f} s of {a('whole run s'):.2f} s (alone "
+        f"plan ({plan}) {a('plan s'):.2f} s of {a('whole run s'):.2f} s (alone "
         f"{a('plan s') / r[f'{app} csgraph s']:.1f}x csgraph's {r[f'{app} csgraph s']:.3f} s); "
         f"{a('supersteps')} supersteps, "
         f"{a('supersteps s') / max(a('supersteps'), 1) * 1e3:.1f} ms each (median "
         f"{a('superstep median ms'):.1f} ms, slowest {a('superstep max ms'):.1f} ms; per "
         f"superstep compute "
-        f"{a('compute ms/superstep'):.1f} ms (passes over the rank's vertices, however small "
-        f"the frontier), wait {a('wait ms/superstep'):.1f} ms, exchange "
+        f"{a('compute ms/superstep'):.1f} ms (directions: {a('directions')}), wait "
+        f"{a('wait ms/superstep'):.1f} ms, exchange "
         f"{a('exchange ms/superstep'):.1f} ms), alone "
         f"{r[f'{app} P=2 supersteps / csgraph']:.2f}x csgraph; against "
         f"csgraph with its CSR build {r[f'{app} P=2 / csgraph + CSR build']:.2f}x"
@@ -745,7 +751,7 @@ def print_ratios(ratios: dict) -> None:
             print(f"  {k:34s} {shown}{mark}")
 
 
-def print_csgraph_ratios(kinds, times) -> None:
+def print_csgraph_ratios(kinds, times, facts) -> None:
     """--apps components,sssp: whole run, plan and supersteps at P = 1 and 2 against csgraph
     (median over rounds of the same-round ratio)."""
     for kind in kinds:
@@ -759,8 +765,12 @@ def print_csgraph_ratios(kinds, times) -> None:
                     ratio = statistics.median(x / y for x, y in zip(mine, peer, strict=True))
                     parts.append(f"{what.strip() or 'whole'} {statistics.median(mine):.3f} s "
                                  f"({ratio:.2f}x)")  # fmt: skip
+                f = facts[f"{kind} {app} P={p}"]
+                built = f["plan_superstep"]
+                plan = "plan never built" if built is None else f"plan built at superstep {built}"
                 print(f"  {app:10s} P={p}: " + ", ".join(parts) +
-                      f"; csgraph {statistics.median(peer):.3f} s")  # fmt: skip
+                      f"; csgraph {statistics.median(peer):.3f} s; {plan}, "
+                      f"{', '.join(f['directions'])}")  # fmt: skip
 
 
 def plot(kinds, med, m: int, started: str) -> None:

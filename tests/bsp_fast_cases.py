@@ -27,7 +27,9 @@ VARIANTS = (
     ("fast", "push", True),
     ("fast", "auto", True),
     ("fast", "auto", False),
+    ("fast", "push-sparse", None),
 )
+SPARSE_IDS = 7  # the sparse-ids runs: vertex id v becomes SPARSE_IDS * v + 3 (no n_vertices)
 
 
 def source_of(kind: str) -> int:
@@ -86,6 +88,24 @@ def run_all(engine) -> dict:
                         "rows": res.rows,
                         "ranks": res.ranks,
                     }
+        # sparse ids (a hash table per partition, and per superstep for what leaves): the push
+        # without a plan, with two sends in one superstep (its table grows)
+        for app, make, value in (
+            ("sssp", lambda src=source: ShortestPaths(SPARSE_IDS * src + 3), "dist"),
+            ("twosends", TwoSends, "got"),
+        ):
+            part = build_graph(
+                engine, SPARSE_IDS * s + 3, SPARSE_IDS * d + 3, edge_values={"w": w},
+                vertices=SPARSE_IDS * np.arange(V) + 3,
+            )  # fmt: skip
+            res = run_bsp(engine, part, make(), direction="push-sparse")
+            got = gather_values(engine, part, value)
+            if engine.rank == 0:
+                out[f"{kind} {app} sparse-ids"] = {
+                    "gids": got[0].tolist(),
+                    "values": got[1].tolist(),
+                    "directions": [r["direction"] for r in res.rows],
+                }
     return out
 
 

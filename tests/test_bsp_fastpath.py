@@ -42,7 +42,15 @@ def references(kind: str) -> dict[str, np.ndarray]:
         "components": components_ref(src, dst, w, n, {}),
         "sssp": sssp_ref(src, dst, w, n, {"directed": True, "source": cases.source_of(kind)}),
         "twosends": two,
+        "twosends sparse-ids": _two_sends(src, dst, w, cases.SPARSE_IDS * src + 3.0),
     }
+
+
+def _two_sends(src, dst, w, gid):
+    """TwoSends' answer when vertex v's id is gid[v]: 1 per in-edge, plus (gid + 1) * w along
+    the in-edges from odd ids."""
+    n, odd = cases.V, gid % 2 == 1
+    return np.bincount(dst, minlength=n) + np.bincount(dst[odd], (gid[odd] + 1.0) * w[odd], n)
 
 
 def check_ranks(run: dict, path: str, where: str) -> None:
@@ -95,8 +103,22 @@ def check(out: dict) -> None:
                     assert sent and set(sent) == {direction}, where
                 if path == "general":
                     assert not sent
+            # the push without a plan: no plan, so every edge is computed at its source's rank
+            sparse = runs[("fast", "push-sparse", None)]
+            assert sparse["partitioning"]["plan_superstep"] is None
+            assert sparse["partitioning"]["placement"] == "source"
+            if app in ("sssp", "twosends"):
+                run = out[f"{kind} {app} sparse-ids"]
+                assert run["gids"] == (cases.SPARSE_IDS * np.arange(cases.V) + 3).tolist()
+                got = np.array(run["values"], dtype=np.float64)
+                if app == "sssp":
+                    assert got.tolist() == ref[app].tolist(), f"{kind} {app} sparse ids"
+                else:
+                    want = ref["twosends sparse-ids"]
+                    np.testing.assert_allclose(got, want, rtol=1e-12, err_msg=kind)
+                assert set(run["directions"]) <= {"push-sparse", ""}, kind
             auto = runs[("fast", "auto", None)]["directions"]
-            switched += app == "sssp" and "pull" in auto and "push" in auto
+            switched += app == "sssp" and "pull" in auto and "push-sparse" in auto
     assert switched >= 2  # Ligra's rule changed direction within a run
 
 
@@ -216,3 +238,54 @@ def test_an_undirected_graph_pulls_over_its_out_edges_and_a_directed_one_does_no
     assert result.partitioning["pull_over"] == "in-edges (CSC)"
     _, _, wrong = run(True, force=True)
     assert wrong.tolist() != general.tolist()
+
+
+def test_a_sparse_frontier_pushes_without_a_plan_and_its_inbox_lists_what_it_reached():
+    """SSSP from one vertex on a Barabasi-Albert graph: every superstep's frontier is sparse, so
+    the run pushes along the frontier's out-edges only and never builds the plan (the record
+    says push-sparse); the inbox lists the vertices it reached (what a superstep touches), and
+    the distances equal csgraph's, directed and undirected. A program whose first send is dense
+    (PageRank) builds the plan at superstep 0 and pulls."""
+    from cloudhpc.apps.pagerank.program import PageRank
+    from cloudhpc.apps.sssp.program import ShortestPaths
+    from cloudhpc.models.bsp import build_graph, run_bsp
+
+    class Listed(ShortestPaths):
+        def compute(self, step):
+            reached = step.inbox.reached
+            if step.superstep > 0 and reached is not None:  # after a push without a plan
+                self.listed += 1  # the list names exactly the vertices with a message
+                assert sorted(reached.tolist()) == np.flatnonzero(step.inbox.has).tolist()
+                assert np.count_nonzero(step.active) == len(reached)
+            super().compute(step)
+
+    engine = get_engine("serial")
+    src, dst, w = generate_edges("ba", cases.V, cases.M, 5, 0, cases.M, True)
+    source = cases.source_of("ba")
+    for directed in (True, False):
+        ref = sssp_ref(src, dst, w, cases.V, {"directed": directed, "source": source})
+        part = build_graph(
+            engine, src, dst, n_vertices=cases.V, edge_values={"w": w}, directed=directed
+        )
+        program = Listed(source)
+        program.listed = 0
+        result = run_bsp(engine, part, program)
+        assert part.values["dist"].tolist() == ref.tolist(), directed
+        rows = result.rows
+        ways = [r["direction"] for r in rows]
+        after_push = sum(a == "push-sparse" for a in ways[:-1])
+        assert program.listed == after_push > 0, directed
+        if directed:  # sparse all along: no plan
+            assert set(ways) <= {"push-sparse", ""}
+            assert part._plan is None and result.partitioning["plan_superstep"] is None
+            assert result.partitioning["placement"] == "source"
+            assert rows[0]["active"] == cases.V  # then only the vertices reached wake
+            pairs = zip(rows[:-2], rows[1:-1], strict=True)
+            assert all(b["active"] == a["delivered"] > 0 for a, b in pairs)
+        else:  # both ways, 20 edges a vertex: the frontier turns dense, the plan is built then
+            assert ways[0] == "push-sparse" and "pull" in ways and ways[-2] == "push-sparse"
+            assert result.partitioning["plan_superstep"] == ways.index("pull") > 0
+    part = build_graph(engine, src, dst, n_vertices=cases.V)
+    result = run_bsp(engine, part, PageRank(cases.V, 3))
+    assert [r["direction"] for r in result.rows] == ["pull"] * 3 + [""]
+    assert part._plan is not None and result.partitioning["plan_superstep"] == 0

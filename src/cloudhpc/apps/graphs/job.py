@@ -68,7 +68,7 @@ def warm_up(app: GraphApp, params: dict[str, Any]) -> None:
     numba's cache lacks compiles now, outside the timed supersteps."""
     engine = SerialEngine()
     w = {"w": np.ones(3)} if app.weighted else None
-    for direction in ("pull", "push"):
+    for direction in ("pull", "push", "push-sparse", "auto"):
         part = build_graph(
             engine, np.array([0, 1, 2]), np.array([1, 2, 2]), n_vertices=3, edge_values=w
         )

@@ -8,7 +8,7 @@ import numpy as np
 
 from ...errors import CloudhpcError
 from ..graphs.job import GraphApp, graph_main
-from ..graphs.kernels import take_min
+from ..graphs.kernels import take_min, take_min_at
 from .cli import RTOL, validate
 from .program import ShortestPaths
 from .reference import reference
@@ -42,7 +42,7 @@ def _summary(values, result, params) -> tuple[dict, str]:
 
 
 APP = GraphApp(
-    kernels=(take_min,),
+    kernels=(take_min, take_min_at),
     name="sssp",
     value="dist",
     validate=validate,

@@ -27,6 +27,10 @@ class Inbox:
     offsets: np.ndarray | None = None  # int64 n_local + 1, no combiner
     payload: np.ndarray | None = None  # (m, width), no combiner, grouped by target
     delivered: int = 0
+    # the local indices of the vertices with a message, when the path that delivered them knows
+    # them (the push without a plan): a program whose work follows the frontier reads these
+    # instead of scanning `has` (None: not known, scan `has`)
+    reached: np.ndarray | None = None
 
     @classmethod
     def empty(cls, n: int) -> Inbox:
@@ -185,7 +189,11 @@ class Superstep:
         self.phase = phase  # set by the master
         self.part = part
         self.values = part.values
-        self.active = active  # bool, n_local: live and (not halted or with a message)
+        # bool, n_local: live and (not halted or with a message); or, when the runner knows
+        # them as a list (every vertex had halted, the inbox lists the vertices it reached),
+        # their local indices, made a mask only if the program asks for `active`
+        self._active = active
+        self.all_halted = False  # vote_to_halt() without `which`: every vertex halted
         self.inbox = inbox
         self.aggregated = aggregated  # the previous superstep's aggregator values
         self.globals = globals_  # what the master set
@@ -194,6 +202,15 @@ class Superstep:
         self._mutations = mutations
         self._program = program
         self._aggregates: dict[str, float] = {}
+
+    @property
+    def active(self) -> np.ndarray:
+        """bool, n_local: the live vertices that are not halted or have a message."""
+        if self._active.dtype != np.bool_:
+            mask = np.zeros(self.part.n_local, dtype=np.bool_)
+            mask[self._active] = True
+            self._active = mask
+        return self._active
 
     # --- messages ----------------------------------------------------------------------------
     def send(self, gids: np.ndarray, payload: np.ndarray) -> None:
@@ -207,12 +224,13 @@ class Superstep:
         edge_op: str | None = None,
         weight: str | None = None,
     ) -> None:
-        """For every vertex v with mask[v] (default: active), one message per out-edge carrying
+        """For every vertex v with mask[v] (default: active; or `mask` the local indices of the
+        sending vertices, a frontier as a list), one message per out-edge carrying
         values[v] (a 1-D array over local vertices), or values[v] + w or values[v] * w with
         edge_op "add"/"mul" and w the edge array named `weight`. With a built-in combiner this
         uses a routing plan cached per partition (no hashing per superstep)."""
         self._outbox.send_along_edges(
-            values, self.active if mask is None else mask, edge_op, weight
+            values, self._active if mask is None else mask, edge_op, weight
         )
 
     # --- halting, aggregators, mutations -----------------------------------------------------
@@ -220,6 +238,7 @@ class Superstep:
         """These vertices (bool mask or local indices; default all) halt until a message comes."""
         if which is None:
             self._halted[:] = True
+            self.all_halted = True
         else:
             self._halted[which] = True
 

@@ -23,17 +23,20 @@ from ...engines.base import Engine
 from ...errors import CloudhpcError
 from .._timing import PhaseTimer, timer_or_null
 from .checkpoints import BspCheckpoints
-from .edgeplan import DIRECTIONS, OPS, EdgePlan
+from .edgekernels import frontier_work
+from .edgeplan import DENSE, DIRECTIONS, OPS, PULL, PUSH, EdgePlan
 from .exchange import Wire
 from .messages import Outbox
 from .mutations import Mutations
 from .partition import Partition
 from .placement import imbalance
 from .program import AGG_OPS, Inbox, Master, Superstep, VertexProgram
+from .pushkernels import frontier_edges
+from .sparsepush import PUSH_SPARSE, SparsePush
 
 SPMD_ONLY = "the bsp model runs on SPMD engines (--engine mpi or serial), not on {}"
 PATHS = ("auto", "fast", "general")
-_LOCAL = 9  # the columns of local_rows
+_LOCAL = 10  # the columns of local_rows
 _RUSAGE = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # Linux: the thread's own
 
 
@@ -126,19 +129,35 @@ def run_bsp(
         zeros = [(0.0,) * _LOCAL] * s
         local_rows = zeros if saved is None else [(*r, *(0.0,) * (_LOCAL - len(r))) for r in saved]
     resumed_from = s
+    # the plan is built before the first superstep for an explicit pull or push; otherwise
+    # each superstep's sends pick their router once known (Outbox.settle): the push without a
+    # plan while every rank's frontier is sparse, the plan (built then) when one turns dense
+    eager = fast and direction in ("pull", "push")
+    routes = Routes(engine, part, program, split, timer, direction) if fast and not eager else None
+    n_alive = int(np.count_nonzero(part.alive))
+    asleep = False  # every vertex voted to halt in the superstep that ended (none woken since)
     while s < limit:
         if checkpoints is not None:
             checkpoints.begin(s)
-        plan = _plan(engine, part, program, split, timer) if fast else None
+        plan = _plan(engine, part, program, split, timer) if eager else None
         if plan is not None:
             plan.direction = direction
             plan.timer = timer
             partitioning = plan.record()
-        # a message wakes a live vertex (as halted[wake] = False, without the boolean-mask
-        # assignment's scatter: 1.6 ms of a PageRank iteration's 2 ms of such passes at 1M vertices)
-        np.logical_and(halted, ~(inbox.has & part.alive), out=halted)
-        active = part.alive & ~halted
-        outbox = Outbox(engine, part, program, plan)
+        if asleep and inbox.reached is not None:
+            # only the vertices the inbox reached wake (live ones: the push delivers to those):
+            # no pass over every vertex
+            active: np.ndarray = inbox.reached
+            halted[active] = False
+            n_active = len(active)
+        else:
+            # a message wakes a live vertex (as halted[wake] = False, without the boolean-mask
+            # assignment's scatter: 1.6 ms of a PageRank iteration's 2 ms of such passes at 1M
+            # vertices)
+            np.logical_and(halted, ~(inbox.has & part.alive), out=halted)
+            active = part.alive & ~halted
+            n_active = int(np.count_nonzero(active))
+        outbox = Outbox(engine, part, program, plan, routes)
         mutations = Mutations()
         step = Superstep(
             s, phase, part, active, halted, inbox, aggregated, globals_, outbox, mutations, program
@@ -146,8 +165,13 @@ def run_bsp(
         t0, c0, v0 = time.perf_counter(), time.thread_time(), _switches()
         with timer.phase("compute"):
             program.compute(step)
+            agreed, built = outbox.settle()  # (the agreement's wait, the lazy plan's build)
         engine.fault_point(s)  # --inject-failure ITER:RANK: this rank dies at superstep ITER
         t1, c1, v1 = time.perf_counter(), time.thread_time(), _switches()
+        if outbox.plan is not None and routes is not None:
+            partitioning = outbox.plan.record()
+            routes.used_at = s if routes.used_at is None else routes.used_at
+        unhalted = 0 if step.all_halted else int(np.count_nonzero(part.alive & ~halted))
         with timer.phase("communicate"):
             # one Alltoall carries everything the ranks must agree on: the rows each sends to
             # each (messages by id and sparse-product rows), whether the sparse product ran and
@@ -159,11 +183,11 @@ def run_bsp(
                 counts.sum(),
                 outbox.plan_used,
                 outbox.plan_partial,
-                np.count_nonzero(active),
+                n_active,
                 outbox.made,
-                np.count_nonzero(part.alive & ~halted),
+                unhalted,
                 mutations.count,
-                np.count_nonzero(part.alive),
+                n_alive,
             ]
             common += [local.get(n, 0.0) for n in by_op["sum"]]
             common += [local.get(n, -np.inf) for n in by_op["max"]]
@@ -183,14 +207,18 @@ def run_bsp(
                 wire, rcounts, tot[0] > 0, bool(flags[0]), bool(flags[1]), plan_rcounts
             )
         t2 = time.perf_counter()
-        directions = plan.directions if plan is not None else 0
-        index_s = plan.index_s if plan is not None else 0.0  # the CSC's build: phase plan
+        router = outbox.router
+        directions = router.directions if router is not None else 0
+        # the plan's build and its CSC's: phase plan, not compute; the agreement's wait:
+        # communicate, a wait
+        index_s = (router.index_s if router is not None else 0.0) + built + agreed
         # rows sent to other ranks (messages by id and the product's combined values)
         sent = int(counts.sum() - counts[engine.rank])
         sent += int(outbox.plan_counts.sum() - outbox.plan_counts[engine.rank])
         local_rows.append(
-            (t1 - t0 - index_s, t2 - t1, inbox.delivered, directions & 1, directions >> 1, waited,
-             sent, c1 - c0, v1 - v0)
+            (t1 - t0 - index_s, t2 - t1 + agreed, inbox.delivered, directions & PULL,
+             (directions & PUSH) >> 1, waited + agreed, sent, c1 - c0, v1 - v0,
+             (directions & PUSH_SPARSE) >> 2)
         )  # fmt: skip
         aggs = got[:, 10:]
         aggregated = dict(zip(by_op["sum"], map(float, aggs[:, :n_sum].sum(axis=0)), strict=True))
@@ -216,6 +244,7 @@ def run_bsp(
                     "sum",
                 )
             unhalted, alive_next = int(after[0]), int(after[1])
+            n_alive = int(np.count_nonzero(part.alive))
         rows.append(row)
         master = Master(
             superstep=s,
@@ -233,6 +262,7 @@ def run_bsp(
             progress(s, limit)
         if master.woken:
             halted[:] = ~part.alive
+        asleep = step.all_halted and not master.woken and tot[6] == 0
         voted = unhalted == 0 and master.messages == 0 and not master.woken
         if checkpoints is not None:
             meta = {"phase": phase, "globals": globals_, "aggregated": aggregated, "rows": rows}
@@ -247,13 +277,80 @@ def run_bsp(
     if checkpoints is not None:
         checkpoints.finish()
     ranks = _add_rank_figures(engine, rows, local_rows)
-    if not fast:
+    if not fast or not partitioning:  # no plan: every edge computed at its source's rank
         partitioning = _source_cut(engine, part)
+    if routes is not None:  # the superstep the plan was first used at (None: never built)
+        partitioning["plan_superstep"] = routes.used_at
     path_taken = "fast" if fast else "general"
     return BSPResult(
         s, halted_by, aggregated, phase, globals_, rows, resumed_from, path_taken, partitioning,
         ranks,
     )  # fmt: skip
+
+
+class Routes:
+    """A run's routers of messages along edges when none is forced: the push without a plan
+    (sparsepush.py), made at the start, and the plan (edgeplan.py), built at the first superstep
+    in which some rank's frontier is dense by Ligra's rule (its vertices and their out-edges
+    above the rank's edges / DENSE); "push-sparse" never builds it."""
+
+    def __init__(self, engine, part: Partition, program, split, timer, direction: str) -> None:
+        self.engine, self.part, self.program = engine, part, program
+        self.split, self.timer, self.direction = split, timer, direction
+        combiner = inspect.getattr_static(program, "combiner")
+        self.sparse = SparsePush(part, program.message_dtype, combiner)
+        self.used_at: int | None = None
+        self._degree: np.ndarray | None = None
+        self._flag = np.zeros(1, dtype=np.int64)
+
+    def has_plan(self) -> bool:
+        """The plan exists (built in an earlier superstep or run, for this message type)."""
+        return self.part._plan is not None and self.part._plan.key == _plan_key(
+            self.program, self.split
+        )
+
+    def frontier(self, mask) -> np.ndarray:
+        """The live senders' local indices, from a bool mask or a list of indices."""
+        part = self.part
+        mask = np.asarray(mask)
+        if mask.dtype == np.bool_:
+            return np.flatnonzero(mask & part.alive) if part.mutated else np.flatnonzero(mask)
+        frontier = np.ascontiguousarray(mask, dtype=np.int64)
+        return frontier[part.alive[frontier]] if part.mutated else frontier
+
+    def dense(self, mask) -> bool:
+        """Ligra's rule on a frontier (a bool mask or local indices)."""
+        if self.direction == "push-sparse":
+            return False
+        part = self.part
+        mask = np.asarray(mask)
+        if mask.dtype != np.bool_:
+            frontier = self.frontier(mask)
+            work = len(frontier) + frontier_edges(frontier, part.offsets)
+        elif not part.mutated and mask.all():  # every vertex sends: dense
+            return True
+        else:
+            if self._degree is None or part.mutated:
+                self._degree = part.degree()
+            work = frontier_work(np.ascontiguousarray(mask & part.alive), self._degree)
+        return work * DENSE > part.n_edges
+
+    def agree(self, dense: bool) -> tuple[bool, float]:
+        """Collective (unless "push-sparse"): whether some rank's frontier is dense; with the
+        seconds this rank waited for the others."""
+        if self.direction == "push-sparse":
+            return False, 0.0
+        self._flag[0] = dense
+        t = time.perf_counter()
+        every = self.engine.allreduce(self._flag, "max")
+        return bool(every[0]), time.perf_counter() - t
+
+    def plan(self) -> tuple[EdgePlan, float]:
+        """The plan (built now the first time: collective) and the seconds its build took."""
+        t = time.perf_counter()
+        plan = _plan(self.engine, self.part, self.program, self.split, self.timer)
+        plan.direction, plan.timer = "auto", self.timer
+        return plan, time.perf_counter() - t
 
 
 def _fast_path(program: VertexProgram) -> bool:
@@ -265,13 +362,17 @@ def _fast_path(program: VertexProgram) -> bool:
 def _plan(engine, part: Partition, program: VertexProgram, split, timer) -> EdgePlan:
     """The graph's plan: kept until the edges change, rebuilt for another message type or
     placement (collective: every rank's partition changes at the same barriers)."""
-    key = (np.dtype(program.message_dtype), inspect.getattr_static(program, "combiner"), split)
+    key = _plan_key(program, split)
     plan = part._plan
     if plan is None or plan.key != key:
         with timer.phase("plan"):
             plan = part._plan = EdgePlan.build(engine, part, key[0], key[1], split)
         plan.key = key
     return plan
+
+
+def _plan_key(program: VertexProgram, split) -> tuple:
+    return (np.dtype(program.message_dtype), inspect.getattr_static(program, "combiner"), split)
 
 
 def _source_cut(engine: Engine, part: Partition) -> dict[str, Any]:
@@ -310,9 +411,10 @@ def _add_rank_figures(
     each[engine.rank] = mine[:, [0, 1, 5, 6, 7, 8]].T
     each = engine.allreduce(each, "sum")
     slowest = engine.allreduce(np.ascontiguousarray(mine[:, [0, 1, 5]]), "max")
-    summed = engine.allreduce(np.ascontiguousarray(mine[:, 2:5]), "sum")
-    for row, (c, m, w), (d, pulled, pushed) in zip(rows, slowest, summed, strict=True):
-        direction = "+".join(n for n, k in (("pull", pulled), ("push", pushed)) if k)
+    summed = engine.allreduce(np.ascontiguousarray(mine[:, [2, 3, 4, 9]]), "sum")
+    for row, (c, m, w), (d, pulled, pushed, sparse) in zip(rows, slowest, summed, strict=True):
+        ways = (("pull", pulled), ("push", pushed), ("push-sparse", sparse))
+        direction = "+".join(n for n, k in ways if k)
         row.update(
             delivered=int(d),
             compute_s=float(c),
