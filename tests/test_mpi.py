@@ -114,13 +114,23 @@ EXPECTED_TRANSPORT = {
     },
     "intelmpi": {
         "native-local": {"I_MPI_FABRICS": "shm"},
-        "vmnet-local": {"I_MPI_FABRICS": "ofi", "FI_PROVIDER": "tcp", "FI_TCP_IFACE": "lo"},
+        "vmnet-local": {
+            "I_MPI_FABRICS": "ofi",
+            "I_MPI_COLL_INTRANODE": "pt2pt",
+            "FI_PROVIDER": "tcp",
+            "FI_TCP_IFACE": "lo",
+        },
         "native-cluster": {
             "I_MPI_FABRICS": "shm:ofi",
             "FI_PROVIDER": "tcp",
             "FI_TCP_IFACE": "chpc0",
         },
-        "vmnet-cluster": {"I_MPI_FABRICS": "ofi", "FI_PROVIDER": "tcp", "FI_TCP_IFACE": "chpc0"},
+        "vmnet-cluster": {
+            "I_MPI_FABRICS": "ofi",
+            "I_MPI_COLL_INTRANODE": "pt2pt",
+            "FI_PROVIDER": "tcp",
+            "FI_TCP_IFACE": "chpc0",
+        },
         "native-hosts": {"I_MPI_FABRICS": "shm:ofi"},
     },
 }
