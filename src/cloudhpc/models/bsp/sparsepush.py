@@ -38,11 +38,12 @@ class SparsePush:
         self.dtype = np.dtype(dtype)
         self.op = OPS[combiner]
         self.identity = self.dtype.type(identity(combiner, self.dtype))
-        self._y = [np.zeros(n, dtype=self.dtype) for _ in range(2)]
-        self._has = [np.zeros(n, dtype=np.bool_) for _ in range(2)]
-        self._reached = [np.empty(n, dtype=np.int64) for _ in range(2)]
-        self._n_reached = [0, 0]
-        self._turn = 0
+        # one buffer: the push runs after the compute that read the last inbox (Outbox.settle),
+        # so it may reuse that inbox's memory (half the pages a run first-touches)
+        self.y = np.zeros(n, dtype=self.dtype)
+        self.has = np.zeros(n, dtype=np.bool_)
+        self.reached = np.empty(n, dtype=np.int64)
+        self._n_reached = 0
         v = part.n_vertices
         self.direct = v is not None and v <= DIRECT_IDS * max(n, 1)
         self._racc = self._rflag = self._rlist = None  # the direct store, made at first use
@@ -53,15 +54,12 @@ class SparsePush:
         self.start()
 
     def start(self) -> None:
-        """A new superstep: the other buffer (the last inbox stays valid while it is read),
-        cleared where it was written two supersteps ago."""
-        self._turn ^= 1
-        t = self._turn
+        """A new superstep's sends (after the compute: Outbox.settle): the buffer cleared
+        where the last push wrote it."""
         if self.part.mutated:  # every vertex alive: no second random load per edge
             self.everyone = bool(np.all(self.part.alive))
-        clear_reached(self._has[t], self._reached[t], self._n_reached[t])
-        self._n_reached[t] = 0
-        self.y, self.has, self.reached = self._y[t], self._has[t], self._reached[t]
+        clear_reached(self.has, self.reached, self._n_reached)
+        self._n_reached = 0
         self.calls = 0
         self.directions = 0
         self._n_remote = 0
@@ -94,11 +92,10 @@ class SparsePush:
             if old is not None and self._n_remote:  # carried into the larger table
                 rehash(old[0], old[1], old[2], self._n_remote, rkeys, self._racc, self._rlist)
             rkeys = self._rkeys
-        t = self._turn
-        made, self._n_reached[t], self._n_remote = push_unplanned(
+        made, self._n_reached, self._n_remote = push_unplanned(
             np.ascontiguousarray(frontier, dtype=np.int64), np.ascontiguousarray(vals, self.dtype),
             part.offsets, part.dst, part.lookup(), part.alive, self.everyone, part.rank, part.size,
-            part.hashed, w, code, self.op, self.y, self.has, self.reached, self._n_reached[t],
+            part.hashed, w, code, self.op, self.y, self.has, self.reached, self._n_reached,
             self.direct, self._racc, self._rflag, rkeys, self._rlist, self._n_remote,
         )  # fmt: skip
         return int(made)
@@ -126,14 +123,13 @@ class SparsePush:
         (values (n, 1), has, the reached vertices' local indices)."""
         part = self.part
         got = wire.alltoallv_known(self._rows, counts, rcounts)
-        t = self._turn
         if len(got):
-            self._n_reached[t] = receive_rows(
+            self._n_reached = receive_rows(
                 np.ascontiguousarray(got["g"]), np.ascontiguousarray(got["v"]), part.lookup(),
                 part.alive, self.everyone, self.op, self.y, self.has, self.reached,
-                self._n_reached[t],
+                self._n_reached,
             )  # fmt: skip
-        return self.y.reshape(self.n, 1), self.has, self.reached[: self._n_reached[t]]
+        return self.y.reshape(self.n, 1), self.has, self.reached[: self._n_reached]
 
     def idle(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """No rank sent along edges this superstep: an empty inbox."""
@@ -141,8 +137,7 @@ class SparsePush:
 
     def reached_again(self) -> np.ndarray:
         """The reached list after others (messages by id) set flags too: one pass over has."""
-        t = self._turn
         found = np.flatnonzero(self.has)
-        self._reached[t][: len(found)] = found
-        self._n_reached[t] = len(found)
-        return self._reached[t][: len(found)]
+        self.reached[: len(found)] = found
+        self._n_reached = len(found)
+        return self.reached[: len(found)]
