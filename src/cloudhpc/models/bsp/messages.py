@@ -81,14 +81,16 @@ class Outbox:
         if routes is not None and self.plan is None:
             if EDGE_OPS[edge_op] and weight is None:
                 raise ValueError(f"edge_op {edge_op!r} needs the name of an edge array (weight=)")
-            dense = routes.dense(mask)
+            mask = np.asarray(mask)
+            listed = routes.frontier(mask) if mask.dtype != np.bool_ else None
+            dense = routes.dense(mask if listed is None else listed)
             if dense and routes.has_plan():  # the superstep goes through the plan: send now
                 self._start_plan(routes.plan()[0])
             elif dense:  # kept whole: the plan's build comes first (collective, in settle)
                 self.pending.append((None, values.copy(), edge_op, weight, _as_mask(mask, part)))
                 return
             else:
-                frontier = routes.frontier(mask)
+                frontier = routes.frontier(mask) if listed is None else listed
                 self.pending.append((frontier, values[frontier], edge_op, weight, None))
                 return
         mask = _as_mask(mask, part)

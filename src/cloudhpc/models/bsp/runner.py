@@ -319,14 +319,13 @@ class Routes:
         return frontier[part.alive[frontier]] if part.mutated else frontier
 
     def dense(self, mask) -> bool:
-        """Ligra's rule on a frontier (a bool mask or local indices)."""
+        """Ligra's rule on a frontier (a bool mask, or live local indices from `frontier`)."""
         if self.direction == "push-sparse":
             return False
         part = self.part
         mask = np.asarray(mask)
-        if mask.dtype != np.bool_:
-            frontier = self.frontier(mask)
-            work = len(frontier) + frontier_edges(frontier, part.offsets)
+        if mask.dtype != np.bool_:  # live local indices (Routes.frontier's)
+            work = len(mask) + frontier_edges(mask, part.offsets)
         elif not part.mutated and mask.all():  # every vertex sends: dense
             return True
         else:
