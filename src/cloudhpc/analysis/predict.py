@@ -116,9 +116,10 @@ def curve_for(name: str, stats: Any, nprocs: int) -> str | None:
     its transfers to the other ranks come from the curve that sends only those, and the copy of
     its own block, if it made one, is memory work that carries over as measured. The alltoallv
     curve sends every rank a block to itself too, a copy that a program keeping its own block
-    out (NPB IS) never makes and whose cost need not be the same on both sides (MPICH's 8 MiB
-    self-only Alltoallv: fastest call 5.4-6.6 ms on vm-net, 2.7-3.7 ms on native, in 4 of 5
-    interleaved pairs at load 7-8.5; no socket traffic either way)."""
+    out (NPB IS) never makes: its calls then take less than the source curve's transfer, so the
+    model took off only the call's time and added the whole target transfer, self-copy included
+    (MPICH at 8 MiB, load 3.3: alltoallv 10.3 ms native and 18.3 vm-net, alltoallv_others 3.3
+    and 12.1: IS's vm-net prediction was 11 x ~6 ms too high)."""
     curve = curve_of(name)
     if curve == "alltoallv" and nprocs >= 2 and getattr(stats, "bytes_out", None) is not None:
         return ALLTOALLV_OTHERS
