@@ -20,7 +20,8 @@ and networkx, on R-MAT and on skewed graphs, in one run.
 
 Seconds: cloudhpc: the record's `per_iteration_s` (pagerank: mean over the iteration supersteps of
 compute + communicate, each the slowest rank's) or `bsp_s` (components, sssp: the whole run_bsp
-call, with the plan: index lists built once per graph), and the supersteps alone beside it (as
+call, with the plan: index lists built once per graph, or components' local union-find and
+contraction on the graph-centric path), and the supersteps alone beside it (as
 scipy's CSR and GraphBLAS's matrix are built before their clocks start), and the plan alone.
 Peers: the call's wall time, graph in memory; csgraph also with its CSR built from the edge list
 inside the clock (what the plan is to cloudhpc). PageRank at P = 2 per iteration is split into
@@ -637,6 +638,7 @@ def tables(kinds, med, times, m, small_m, facts, probes, by_round) -> tuple[list
             r[f"{app} P=2 supersteps"] = facts[f"{kind} {app} P=2"]["supersteps"]
             r[f"{app} P=2 directions"] = ", ".join(facts[f"{kind} {app} P=2"]["directions"])
             r[f"{app} P=2 plan superstep"] = facts[f"{kind} {app} P=2"]["plan_superstep"]
+            r[f"{app} P=2 path"] = facts[f"{kind} {app} P=2"]["path"]
             r[f"{app} P=2 supersteps s"] = med[(kind, f"{app} cloudhpc P=2 supersteps")]
             r[f"{app} csgraph s"] = med[(kind, f"{app} csgraph")]
             for part in ("compute", "wait", "exchange"):
@@ -696,16 +698,23 @@ def _why(kind: str, key: str, r: dict) -> str:
         return f"GraphBLAS 1t / scipy {r['GraphBLAS 1t / scipy']:.2f}"
     app = key.split()[0]
     a = lambda k: r[f"{app} P=2 {k}"]  # noqa: E731
+    graph_centric = a("path") == "graph-centric"
     built = a("plan superstep")
-    plan = "never built" if built is None else f"built at superstep {built}"
+    # what the plan and a superstep's compute are on the path that ran
+    if graph_centric:
+        plan = "local union-find and contraction"
+        compute = "the changed components' contracted edges"
+    else:
+        plan = "edge plan " + ("never built" if built is None else f"built at superstep {built}")
+        compute = f"directions: {a('directions')}"
     return (
-        f"plan ({plan}) {a('plan s'):.2f} s of {a('whole run s'):.2f} s (alone "
+        f"{a('path')} path; {plan} {a('plan s'):.2f} s of {a('whole run s'):.2f} s (alone "
         f"{a('plan s') / r[f'{app} csgraph s']:.1f}x csgraph's {r[f'{app} csgraph s']:.3f} s); "
         f"{a('supersteps')} supersteps, "
         f"{a('supersteps s') / max(a('supersteps'), 1) * 1e3:.1f} ms each (median "
         f"{a('superstep median ms'):.1f} ms, slowest {a('superstep max ms'):.1f} ms; per "
         f"superstep compute "
-        f"{a('compute ms/superstep'):.1f} ms (directions: {a('directions')}), wait "
+        f"{a('compute ms/superstep'):.1f} ms ({compute}), wait "
         f"{a('wait ms/superstep'):.1f} ms, exchange "
         f"{a('exchange ms/superstep'):.1f} ms), alone "
         f"{r[f'{app} P=2 supersteps / csgraph']:.2f}x csgraph; against "
@@ -768,6 +777,8 @@ def print_csgraph_ratios(kinds, times, facts) -> None:
                 f = facts[f"{kind} {app} P={p}"]
                 built = f["plan_superstep"]
                 plan = "plan never built" if built is None else f"plan built at superstep {built}"
+                if f["path"] == "graph-centric":
+                    plan = "graph-centric: the plan is the local union-find and contraction"
                 print(f"  {app:10s} P={p}: " + ", ".join(parts) +
                       f"; csgraph {statistics.median(peer):.3f} s; {plan}, "
                       f"{', '.join(f['directions'])}")  # fmt: skip

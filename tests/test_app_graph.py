@@ -71,6 +71,8 @@ def test_components_parquet_on_2_ranks(tmp_path):
         "--check", *_launch(2),
     )  # fmt: skip
     assert rec["verified"] is True and rec["metrics"]["components"] == 4
+    assert rec["extra"]["bsp"]["path"] == "graph-centric"
+    assert "path: graph-centric" in rec["report"]
     labels = pq.read_table(out).column("value").to_numpy()
     assert labels.tolist() == [0.0] * 3 + [3.0] * 3 + [0.0] * 6 + [12.0, 13.0]
 
@@ -107,7 +109,10 @@ def test_generated_graphs_verify(app, kind, launch):
     )  # fmt: skip
     assert rec["verified"] is True
     assert rec["metrics"]["supersteps"] == len(rec["rows"]) > 1
-    assert rec["extra"]["bsp"]["path"] == "fast" and rec["metrics"]["edge_imbalance"] >= 1.0
+    # components (min-label propagation on an undirected graph): local components first
+    path = "graph-centric" if app == "components" else "fast"
+    assert rec["extra"]["bsp"]["path"] == path and rec["metrics"]["edge_imbalance"] >= 1.0
+    assert rec["extra"]["bsp"]["path_note"] == ""
 
 
 @pytest.mark.parametrize(

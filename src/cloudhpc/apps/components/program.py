@@ -1,6 +1,7 @@
 """HashMin as a vertex program: superstep 0 every vertex sends its id; later a vertex that hears
 of a smaller id takes it and sends it on (min combiner); every vertex votes to halt each time,
-so only vertices with news work."""
+so only vertices with news work. Declared min-label propagation: on an undirected graph run_bsp
+takes the graph-centric path instead, with the same answer."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from ..graphs.kernels import take_min
 
 class HashMin(VertexProgram):
     combiner = "min"
+    # the graph-centric path (models/bsp/graphcentric.py) computes the same labels: local
+    # components first, then labels across ranks
+    min_label = "label"
 
     def init(self, part) -> None:
         part.values["label"] = part.gids.astype(np.float64)

@@ -243,7 +243,12 @@ def run_graph_app(ctx, app: GraphApp) -> dict[str, Any]:
         "metrics": metrics,
         "rows": result.rows,
         # ranks: each rank's compute, communicate, wait seconds and rows sent, per superstep
-        "bsp": {"path": result.path, "partitioning": placed, "ranks": result.ranks},
+        "bsp": {
+            "path": result.path,
+            "path_note": result.path_note,
+            "partitioning": placed,
+            "ranks": result.ranks,
+        },
         "halted_by": result.halted_by,
         "directed": directed,
         "verified": verified,
@@ -257,10 +262,15 @@ def run_graph_app(ctx, app: GraphApp) -> dict[str, Any]:
 def _path_line(result: BSPResult) -> str:
     """Which path the messages took and how the edges were placed."""
     p = result.partitioning
-    path = "sparse products" if result.path == "fast" else "messages by id (general path)"
+    path = {
+        "graph-centric": "graph-centric (local components, labels across ranks)",
+        "fast": "sparse products",
+    }.get(result.path, "messages by id (general path)")
+    note = f" (vertex-centric: {result.path_note})" if result.path_note else ""
     hubs = f", {p['split_hubs']} hubs split" if p.get("split_hubs") else ""
+    cut = f", {p['cut_edges']} edges between ranks" if "cut_edges" in p else ""
     return (
-        f"path: {path}; edges placed by {p['placement']}{hubs}, "
+        f"path: {path}{note}; edges placed by {p['placement']}{hubs}{cut}, "
         f"max/mean edges per rank {p['edge_imbalance']:.3f}"
     )
 

@@ -72,7 +72,11 @@ class VertexProgram:
     `aggregators`: name -> "sum"/"min"/"max" (float64 scalars, reduced every superstep);
     `merge_ops`: value name -> "sum"/"min"/"max"/"keep" (how the default `merge` combines a merged
     vertex's values into the surviving one; unlisted values are kept);
-    `max_supersteps`: the limit (run_bsp's argument overrides it)."""
+    `max_supersteps`: the limit (run_bsp's argument overrides it);
+    `min_label`: the name of a value (one per vertex, set by `init`) when the program is min-label
+    propagation and nothing else: its answer on an undirected graph is each vertex's smallest
+    initial label over its connected component. run_bsp may then skip `compute` and `master`
+    and take the graph-centric path (graphcentric.py); None: compute runs."""
 
     message_dtype: ClassVar[Any] = np.float64
     message_width: ClassVar[int] = 1
@@ -80,6 +84,7 @@ class VertexProgram:
     aggregators: ClassVar[dict[str, str]] = {}
     merge_ops: ClassVar[dict[str, str]] = {}
     max_supersteps: ClassVar[int] = 10_000
+    min_label: ClassVar[str | None] = None
     # checkpoints (--checkpoint-every K): the program's own attributes (JSON values) that carry
     # state from one superstep to the next, saved with the partition; None: a program whose
     # state cannot be saved (no checkpoints of its supersteps)

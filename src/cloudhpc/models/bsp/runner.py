@@ -5,7 +5,9 @@ master halts, or the superstep limit.
 The path messages along edges take is chosen from what the program declares: a built-in combiner
 (sum, min, max) on one-value messages takes the sparse-product path (edgeplan.py: a plan built
 once per graph, collectively, and again after mutations); any other program the general path
-(messages by id, combined by hashing). The result says which path ran and how the edges were
+(messages by id, combined by hashing). A program declaring min-label propagation (min_label)
+on an undirected graph takes the graph-centric path instead (graphcentric.py: local components
+first, then labels across ranks only). The result says which path ran and how the edges were
 placed."""
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ from .checkpoints import BspCheckpoints
 from .edgekernels import frontier_work
 from .edgeplan import DENSE, DIRECTIONS, OPS, PULL, PUSH, EdgePlan
 from .exchange import Wire
+from .graphcentric import NAME as GRAPH_CENTRIC
+from .graphcentric import declared, reason_not, run_graph_centric
 from .messages import Outbox
 from .mutations import Mutations
 from .partition import Partition
@@ -35,7 +39,7 @@ from .pushkernels import frontier_edges
 from .sparsepush import PUSH_SPARSE, SparsePush
 
 SPMD_ONLY = "the bsp model runs on SPMD engines (--engine mpi or serial), not on {}"
-PATHS = ("auto", "fast", "general")
+PATHS = ("auto", "graph-centric", "fast", "general")
 _LOCAL = 10  # the columns of local_rows
 _RUSAGE = getattr(resource, "RUSAGE_THREAD", resource.RUSAGE_SELF)  # Linux: the thread's own
 
@@ -49,7 +53,9 @@ class BSPResult:
     globals: dict[str, Any]
     rows: list[dict[str, Any]] = field(default_factory=list)  # one per superstep
     resumed_from: int = 0  # the checkpoint's superstep this run started from (0: the start)
-    path: str = "general"  # "fast": the sparse-product path; "general": messages by id
+    # "graph-centric": local components, labels across ranks (graphcentric.py); "fast": the
+    # sparse-product path; "general": messages by id
+    path: str = "general"
     partitioning: dict[str, Any] = field(default_factory=dict)  # placement, edges per rank
     # per figure ("compute_s", "communicate_s", "wait_s", "sent", "compute_cpu_s"), per rank, per
     # superstep: what each rank did (the rows hold the slowest); "sent": the rows it sent to other
@@ -58,6 +64,8 @@ class BSPResult:
     # "compute_switches": the times the kernel took the CPU from it during the compute (another
     # process, or the other rank on the same vCPU: cloudhpc's ranks are not bound)
     ranks: dict[str, list[list[float]]] = field(default_factory=dict)
+    # a program declaring min-label propagation that ran vertex-centric: why (else "")
+    path_note: str = ""
 
     @property
     def messages(self) -> int:
@@ -83,12 +91,14 @@ def run_bsp(
     (before combining), `delivered` (after: rows received on the general path, vertices reached
     on the sparse-product path), the mutations, the seconds of the compute and communicate
     phases (maximum over ranks) and the `direction` messages along edges took ("pull", "push",
-    "pull+push" when ranks differed, "" when none were sent). `path`: "auto" (the sparse-product
-    path when the program's combiner allows it), "fast" (insist) or "general"; `direction`:
-    "auto" (Ligra's rule, per rank and superstep), "pull" or "push"; `split`: None (placement
-    by the measured degrees), True/False (split hubs, or never; tests). The plan's CSC, built at
-    a rank's first pull, is timed as phase `plan` and left out of that superstep's compute_s
-    (the phase `compute` holds it too)."""
+    "pull+push" when ranks differed, "" when none were sent). `path`: "auto" (the graph-centric
+    path for a program declaring min_label where it applies (graphcentric.py), else the
+    sparse-product path when the program's combiner allows it), "graph-centric" or "fast"
+    (insist), or "general"; "fast" and "general" run a min_label program vertex-centric;
+    `direction`: "auto" (Ligra's rule, per rank and superstep), "pull" or "push"; `split`: None
+    (placement by the measured degrees), True/False (split hubs, or never; tests). The plan's
+    CSC, built at a rank's first pull, is timed as phase `plan` and left out of that superstep's
+    compute_s (the phase `compute` holds it too)."""
     if not engine.spmd:
         raise CloudhpcError(SPMD_ONLY.format(engine.name))
     for name, op in program.aggregators.items():
@@ -99,6 +109,8 @@ def run_bsp(
     fast = _fast_path(program)
     if path == "fast" and not fast:
         raise ValueError("path 'fast' needs a combiner sum, min or max and message_width 1")
+    if path == "graph-centric" and declared(program) is None:
+        raise ValueError("path 'graph-centric' needs a program declaring min_label")
     fast = fast and path != "general"
     timer = timer_or_null(timer)
     limit = int(max_supersteps if max_supersteps is not None else program.max_supersteps)
@@ -129,6 +141,20 @@ def run_bsp(
         zeros = [(0.0,) * _LOCAL] * s
         local_rows = zeros if saved is None else [(*r, *(0.0,) * (_LOCAL - len(r))) for r in saved]
     resumed_from = s
+    note = ""
+    if declared(program) is not None:
+        note = reason_not(part, program, checkpoints) or ""
+        if path == "graph-centric" and note:
+            raise ValueError(f"path 'graph-centric' does not apply: {note}")
+        if not note and path in ("auto", "graph-centric"):
+            s, halted_by, rows, local_rows, partitioning = run_graph_centric(
+                engine, part, program, timer, limit, progress
+            )
+            ranks = _add_rank_figures(engine, rows, local_rows)
+            return BSPResult(
+                s, halted_by, {}, phase, {}, rows, 0, GRAPH_CENTRIC, partitioning, ranks
+            )
+        note = note or f"path {path!r} asked for"
     # the plan is built before the first superstep for an explicit pull or push; otherwise
     # each superstep's sends pick their router once known (Outbox.settle): the push without a
     # plan while every rank's frontier is sparse, the plan (built then) when one turns dense
@@ -284,7 +310,7 @@ def run_bsp(
     path_taken = "fast" if fast else "general"
     return BSPResult(
         s, halted_by, aggregated, phase, globals_, rows, resumed_from, path_taken, partitioning,
-        ranks,
+        ranks, note,
     )  # fmt: skip
 
 
