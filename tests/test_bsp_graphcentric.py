@@ -66,6 +66,11 @@ def check(out: dict, size: int) -> None:
                 else:  # supersteps: the contracted graph's diameter, below the graph's
                     assert auto["supersteps"] >= 2, where
                     assert auto["supersteps"] <= runs["fast"]["supersteps"], where
+        sparse = {p: out[f"{name} sparse {p}"] for p in ("auto", "general")}
+        assert sparse["auto"]["path"] == "graph-centric", name
+        assert sparse["auto"]["gids"] == (np.arange(n) * 7919 + 3).tolist(), name
+        assert sparse["auto"]["values"] == (np.array(ref) * 7919 + 3).tolist(), name
+        assert sparse["auto"]["values"] == sparse["general"]["values"], name
     if size > 1:  # chains of 200 vertices spread over the ranks: labels cross them many times
         chains = out["chains hash False auto"]
         assert chains["supersteps"] >= 4

@@ -29,6 +29,8 @@ from .gckernels import (
     component_minimum,
     contract,
     count_flagged,
+    dense_contract,
+    dense_local_components,
     far_slots,
     local_components,
     pack,
@@ -80,30 +82,13 @@ def run_graph_centric(
     values = part.values[declared(program)]
     wire = Wire(engine)
     with timer.phase("plan"):
-        root, far_src, far_dst, nf = local_components(part.offsets, part.dst, part.lookup(), n)
+        root, offsets, edges, remote, per_rank, nf = _contracted(engine, part)
         label = np.full(n, np.inf if values.dtype.kind == "f" else np.iinfo(values.dtype).max,
                         dtype=values.dtype)  # fmt: skip
         component_minimum(root, values, label)
-        n_ids = part.n_vertices if part.n_vertices and part.n_vertices <= 4 * max(nf, 1) else 0
-        slot_gids, slot_counts, far_slot = far_slots(far_dst, nf, size, part.hashed, n_ids)
-        del far_dst
-        # each far target's component on its rank (asked once)
-        rcounts = engine.alltoallv(slot_counts, np.ones(size, dtype=np.int64))
-        asked = engine.alltoallv(slot_gids, slot_counts)
-        where = part.local_index(asked)
-        if np.any(where < 0):
-            raise ValueError("graph-centric path: an edge names no vertex of the graph")
-        answer = root[where].astype(np.int64)
-        slot_remote = engine.alltoallv(answer, rcounts)
-        slot_rank = np.repeat(np.arange(size, dtype=np.int64), slot_counts)
         own = np.zeros(size, dtype=np.int64)
         own[rank] = n
         sizes = engine.allreduce(own, "sum")
-        base = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
-        offsets, edges, remote, per_rank = contract(
-            root, far_src, far_slot, nf, slot_rank, slot_remote, base, int(sizes.sum()), size
-        )
-        del far_src, far_slot, slot_gids, asked, where, answer, slot_remote, slot_rank
         k = len(remote)
         starts = np.concatenate(([0], np.cumsum(per_rank))).astype(np.int64)
         y = np.empty(k, dtype=values.dtype)
@@ -181,6 +166,55 @@ def run_graph_centric(
             break
     spread(root, label, values)
     return s, halted_by, rows, local_rows, partitioning
+
+
+def _contracted(engine: Engine, part: Partition):
+    """The local components and the edges between ranks contracted (collective): (each local
+    vertex's root (local index), CSR over roots of slots, each slot's remote component (its
+    index on its rank), slots per rank, edges to other ranks). Dense ids whose id space is not
+    much larger than the rank's share take union-find over global ids (no lookup per edge),
+    others a lookup per edge."""
+    size, n = engine.size, part.n_local
+    n_ids = part.n_vertices or 0
+    if n_ids and (part._dense or n_ids <= 4 * (n + part.n_edges)):
+        comp_of, nf = dense_local_components(
+            part.offsets, part.dst, part.gids, part.rank, size, part.hashed, n_ids
+        )
+        if size > 1:  # every id's local root, from its owner (each rank filled its own ids)
+            comp_of = engine.allreduce(comp_of, "sum")
+        root = part.local_index(comp_of[part.gids], alive_only=False).astype(np.int32)
+        offsets, edges, slot_gids, slot_counts = dense_contract(
+            part.offsets, part.dst, root, comp_of, nf, part.rank, size, part.hashed
+        )
+        del comp_of
+        remote = _ask_roots(engine, part, root, slot_gids, slot_counts, identity=True)
+        return root, offsets, edges, remote, slot_counts, nf
+    root, far_src, far_dst, nf = local_components(part.offsets, part.dst, part.lookup(), n)
+    n_ids = n_ids if n_ids and n_ids <= 4 * max(nf, 1) else 0
+    slot_gids, slot_counts, far_slot = far_slots(far_dst, nf, size, part.hashed, n_ids)
+    del far_dst
+    slot_remote = _ask_roots(engine, part, root, slot_gids, slot_counts, identity=False)
+    slot_rank = np.repeat(np.arange(size, dtype=np.int64), slot_counts)
+    own = np.zeros(size, dtype=np.int64)
+    own[engine.rank] = n
+    sizes = engine.allreduce(own, "sum")
+    base = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+    offsets, edges, remote, per_rank = contract(
+        root, far_src, far_slot, nf, slot_rank, slot_remote, base, int(sizes.sum()), size
+    )
+    return root, offsets, edges, remote, per_rank, nf
+
+
+def _ask_roots(engine, part, root, slot_gids, slot_counts, identity: bool) -> np.ndarray:
+    """Each slot's vertex's local component root (its index) on its owner rank (collective)."""
+    size = engine.size
+    rcounts = engine.alltoallv(slot_counts, np.ones(size, dtype=np.int64))
+    asked = engine.alltoallv(slot_gids, slot_counts)
+    where = part.local_index(asked)
+    if np.any(where < 0):
+        raise ValueError("graph-centric path: an edge names no vertex of the graph")
+    answer = where if identity else root[where]  # dense: the ids asked are the roots
+    return engine.alltoallv(answer.astype(np.int32 if identity else np.int64), rcounts)
 
 
 def part_edges(engine: Engine, part: Partition) -> np.ndarray:
