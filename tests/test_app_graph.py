@@ -75,6 +75,15 @@ def test_components_parquet_on_2_ranks(tmp_path):
     assert "path: graph-centric" in rec["report"]
     labels = pq.read_table(out).column("value").to_numpy()
     assert labels.tolist() == [0.0] * 3 + [3.0] * 3 + [0.0] * 6 + [12.0, 13.0]
+    # --vertex-centric: HashMin's supersteps over every edge, the same labels
+    out2 = tmp_path / "cc2.parquet"
+    rec = run_json(
+        "run", "components", "--edges", str(src), "--vertices", "14", "--out", str(out2),
+        "--check", "--vertex-centric", *_launch(2),
+    )  # fmt: skip
+    assert rec["verified"] is True and rec["extra"]["bsp"]["path"] == "fast"
+    assert rec["extra"]["bsp"]["path_note"] == "path 'fast' asked for"
+    assert pq.read_table(out2).column("value").to_numpy().tolist() == labels.tolist()
 
 
 def test_sssp_npy_directed_serial(tmp_path):

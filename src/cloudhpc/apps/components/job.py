@@ -36,6 +36,7 @@ APP = GraphApp(
     checked_against="scipy.sparse.csgraph.connected_components",
     compare=_compare,
     undirected_only=True,
+    path=lambda params: "fast" if params.get("vertex_centric") else "auto",
     summary=_summary,
 )
 main = graph_main(APP)

@@ -45,6 +45,8 @@ class GraphApp:
     summary: Callable[[np.ndarray, BSPResult, dict[str, Any]], tuple[dict, str]] | None = None
     kernels: tuple = ()  # the app's numba kernels (loaded from numba's cache in warm_up)
     checked_against: str = "the app's reference"  # what --check compares with (named to the user)
+    # run_bsp's path from the parameters (components: --vertex-centric); None: "auto"
+    path: Callable[[dict[str, Any]], str] | None = None
 
 
 def graph_main(app: GraphApp) -> Callable[[Any], dict[str, Any]]:
@@ -74,6 +76,12 @@ def warm_up(app: GraphApp, params: dict[str, Any]) -> None:
         )
         program = app.program({**params, "source": 0}, 3)
         run_bsp(engine, part, program, max_supersteps=3, direction=direction)
+    if getattr(type(program), "min_label", None):  # the graph-centric path (undirected)
+        w = {"w": np.ones(2)} if w else None
+        part = build_graph(
+            engine, np.array([0, 1]), np.array([1, 2]), n_vertices=3, edge_values=w, directed=False
+        )
+        run_bsp(engine, part, app.program(params, 3), max_supersteps=3)
     gather_values(engine, part, app.value)
 
 
@@ -203,9 +211,11 @@ def run_graph_app(ctx, app: GraphApp) -> dict[str, Any]:
 
     engine.barrier()
     t0 = time.perf_counter()
+    path = app.path(params) if app.path is not None else "auto"
     result = run_bsp(
-        engine, part, app.program(params, n), max_supersteps=limit, timer=ctx, progress=progress
-    )
+        engine, part, app.program(params, n), max_supersteps=limit, timer=ctx, progress=progress,
+        path=path,
+    )  # fmt: skip
     bsp_s = time.perf_counter() - t0
     values = gather_values(engine, part, app.value)
     stored = int(engine.allreduce(np.array([part.n_edges]), "sum")[0])
