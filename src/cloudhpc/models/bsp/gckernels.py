@@ -237,18 +237,23 @@ def dense_local_components(offsets, dst, gids, rank, size, hashed, n_ids):
     per edge: the owner test is arithmetic), by Rem's algorithm with splicing (Patwary, Blair
     and Manne 2010: the fastest sequential union-find they measured). Returns (an array over all
     ids: each own id's component root, the smallest id of its local component, 0 elsewhere; the
-    edges to other ranks)."""
+    edges to other ranks as a CSR of their targets over local vertices: the contraction walks
+    these alone, without the owner test per edge again)."""
     n = len(gids)
     parent = np.zeros(n_ids, dtype=np.int32)
     for v in range(n):
         parent[gids[v]] = gids[v]
-    far = 0
+    far_offsets = np.empty(n + 1, dtype=np.int64)
+    far_offsets[0] = 0
+    far = np.empty(len(dst), dtype=np.int32)  # pages past the far edges are never touched
+    nf = 0
     for u in range(n):
         gu = gids[u]
         for e in range(offsets[u], offsets[u + 1]):
             t = dst[e]
             if owner_of(t, size, hashed) != rank:
-                far += 1
+                far[nf] = t
+                nf += 1
             elif t < gu:  # each edge is stored both ways: join it once
                 x = np.int32(gu)
                 y = np.int32(t)
@@ -261,15 +266,16 @@ def dense_local_components(offsets, dst, gids, rank, size, hashed, n_ids):
                     z = parent[x]
                     parent[x] = parent[y]
                     x = z
+        far_offsets[u + 1] = nf
     # ids ascending: a parent is never above its child, so each parent is final already
     for v in range(n):
         g = gids[v]
         parent[g] = parent[parent[g]]
-    return parent, far
+    return parent, far_offsets, far[:nf]
 
 
 @kernel
-def dense_contract(offsets, dst, root, comp_of, n_far, rank, size, hashed):
+def dense_contract(far_offsets, far, root, comp_of, size, hashed):
     """The edges to other ranks as edges between components: each local root's distinct remote
     components (`comp_of`: every id's component root on its rank), walking each component's
     vertices together. Returns (comp_offsets: CSR over local vertices (roots only have edges),
@@ -290,19 +296,17 @@ def dense_contract(offsets, dst, root, comp_of, n_far, rank, size, hashed):
         fill[root[v]] += 1
     stamp = np.full(n_ids, -1, dtype=np.int32)  # the last root that reached a remote component
     out = np.zeros(n + 1, dtype=np.int64)
-    edges = np.empty(n_far, dtype=np.int32)
+    edges = np.empty(len(far), dtype=np.int32)
     w = 0
     for r in range(n):
         for i in range(members_at[r], members_at[r + 1]):
             u = members[i]
-            for e in range(offsets[u], offsets[u + 1]):
-                t = dst[e]
-                if owner_of(t, size, hashed) != rank:
-                    c = comp_of[t]
-                    if stamp[c] != r:
-                        stamp[c] = r
-                        edges[w] = c
-                        w += 1
+            for e in range(far_offsets[u], far_offsets[u + 1]):
+                c = comp_of[far[e]]
+                if stamp[c] != r:
+                    stamp[c] = r
+                    edges[w] = c
+                    w += 1
         out[r + 1] = w
     # slots: the distinct remote components, grouped by rank, in id order within a rank
     counts = np.zeros(size, dtype=np.int64)

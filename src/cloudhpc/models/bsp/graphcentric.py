@@ -177,16 +177,17 @@ def _contracted(engine: Engine, part: Partition):
     size, n = engine.size, part.n_local
     n_ids = part.n_vertices or 0
     if n_ids and (part._dense or n_ids <= 4 * (n + part.n_edges)):
-        comp_of, nf = dense_local_components(
+        comp_of, far_offsets, far = dense_local_components(
             part.offsets, part.dst, part.gids, part.rank, size, part.hashed, n_ids
         )
+        nf = len(far)
         if size > 1:  # every id's local root, from its owner (each rank filled its own ids)
             comp_of = engine.allreduce(comp_of, "sum")
         root = part.local_index(comp_of[part.gids], alive_only=False).astype(np.int32)
         offsets, edges, slot_gids, slot_counts = dense_contract(
-            part.offsets, part.dst, root, comp_of, nf, part.rank, size, part.hashed
+            far_offsets, far, root, comp_of, size, part.hashed
         )
-        del comp_of
+        del comp_of, far_offsets, far
         remote = _ask_roots(engine, part, root, slot_gids, slot_counts, identity=True)
         return root, offsets, edges, remote, slot_counts, nf
     root, far_src, far_dst, nf = local_components(part.offsets, part.dst, part.lookup(), n)
