@@ -779,9 +779,9 @@ def print_csgraph_ratios(kinds, times, facts) -> None:
                 plan = "plan never built" if built is None else f"plan built at superstep {built}"
                 if f["path"] == "graph-centric":
                     plan = "graph-centric: the plan is the local union-find and contraction"
+                ways = "".join(f", {d}" for d in f["directions"])  # none: nothing was sent
                 print(f"  {app:10s} P={p}: " + ", ".join(parts) +
-                      f"; csgraph {statistics.median(peer):.3f} s; {plan}, "
-                      f"{', '.join(f['directions'])}")  # fmt: skip
+                      f"; csgraph {statistics.median(peer):.3f} s; {plan}{ways}")  # fmt: skip
 
 
 def plot(kinds, med, m: int, started: str) -> None:

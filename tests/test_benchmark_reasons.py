@@ -116,3 +116,28 @@ def test_coll_ab_reads_the_shim_and_the_ab_loop():
     imb = ["#bytes #repetitions t_min[usec] t_max[usec] t_avg[usec]",
            "      1048576           40       70.77        71.42        71.09"]  # fmt: skip
     assert coll_ab.imb_repetitions(imb, 1 << 20) == (40, 71.09)
+
+
+def test_a_missed_components_cell_names_the_path_that_ran():
+    """graph_pagerank's reason for a components or SSSP cell speaks of the path that ran: the
+    graph-centric path's plan is the local union-find, the vertex-centric one's the edge plan."""
+    import graph_pagerank
+
+    def row(path: str) -> dict:
+        a = "components P=2 "
+        r = {a + k: v for k, v in (
+            ("path", path), ("plan superstep", None), ("directions", "push"), ("plan s", 0.2),
+            ("whole run s", 0.3), ("supersteps", 5), ("supersteps s", 0.05),
+            ("superstep median ms", 9.0), ("superstep max ms", 20.0),
+            ("compute ms/superstep", 1.0), ("wait ms/superstep", 2.0),
+            ("exchange ms/superstep", 7.0), ("supersteps / csgraph", 0.1),
+            ("/ csgraph + CSR build", 0.2), ("/ csgraph placement", "near"),
+        )}  # fmt: skip
+        r["components csgraph s"] = 0.25
+        return r
+
+    why = graph_pagerank.why("rmat", "components P=2 / csgraph", row("graph-centric"))
+    assert why.startswith("graph-centric path; local union-find and contraction 0.20 s")
+    assert "contracted edges" in why and "passes over" not in why and why.endswith("near")
+    why = graph_pagerank.why("rmat", "components P=2 / csgraph", row("fast"))
+    assert why.startswith("fast path; edge plan never built 0.20 s") and "directions: push" in why
