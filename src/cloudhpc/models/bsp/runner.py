@@ -157,9 +157,12 @@ def run_bsp(
         note = note or f"path {path!r} asked for"
     # the plan is built before the first superstep for an explicit pull or push; otherwise
     # each superstep's sends pick their router once known (Outbox.settle): the push without a
-    # plan while every rank's frontier is sparse, the plan (built then) when one turns dense
+    # plan while every rank's frontier is sparse, the plan (built then) when one turns dense;
+    # from then on the plan's own per-rank choice of pull or push, as with the plan built
+    # first (no agreement per superstep: PageRank's supersteps cost what they did)
     eager = fast and direction in ("pull", "push")
     routes = Routes(engine, part, program, split, timer, direction) if fast and not eager else None
+    lazy = routes
     n_alive = int(np.count_nonzero(part.alive))
     asleep = False  # every vertex voted to halt in the superstep that ended (none woken since)
     while s < limit:
@@ -196,7 +199,7 @@ def run_bsp(
         t1, c1, v1 = time.perf_counter(), time.thread_time(), _switches()
         if outbox.plan is not None and routes is not None:
             partitioning = outbox.plan.record()
-            routes.used_at = s if routes.used_at is None else routes.used_at
+            routes.used_at, eager, routes = s, True, None
         unhalted = 0 if step.all_halted else int(np.count_nonzero(part.alive & ~halted))
         with timer.phase("communicate"):
             # one Alltoall carries everything the ranks must agree on: the rows each sends to
@@ -305,8 +308,8 @@ def run_bsp(
     ranks = _add_rank_figures(engine, rows, local_rows)
     if not fast or not partitioning:  # no plan: every edge computed at its source's rank
         partitioning = _source_cut(engine, part)
-    if routes is not None:  # the superstep the plan was first used at (None: never built)
-        partitioning["plan_superstep"] = routes.used_at
+    if lazy is not None:  # the superstep the plan was first used at (None: never built)
+        partitioning["plan_superstep"] = lazy.used_at
     path_taken = "fast" if fast else "general"
     return BSPResult(
         s, halted_by, aggregated, phase, globals_, rows, resumed_from, path_taken, partitioning,
