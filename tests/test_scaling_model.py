@@ -425,7 +425,7 @@ def test_platform_measure_list_show_and_predict_from_it(fitted_cli, tmp_path):
     assert path == results / "platforms" / "here.json" and info["P"] == "2"
     plat = load_platform(path)
     assert plat.compute_probe_s > 0 and plat.machine == HOST
-    assert {"pingpong", "allreduce", "alltoallv"} <= set(plat.curves[2].curves)
+    assert {"pingpong", "allreduce", "alltoallv", "alltoallv_others"} <= set(plat.curves[2].curves)
     assert len(plat.curves[2].curve("allreduce").points) >= 2
     listed = json.loads(run_cli("platform", "list", "--results", str(results), "--json").stdout)
     assert [p["name"] for p in listed] == ["here"]
@@ -641,3 +641,74 @@ def test_alltoallv_site_without_its_own_block_keeps_the_block_size():
     for rp in kept.ranks:  # without the field, the kept block looks half its size
         rp.callsites[2].bytes_out = None
     assert site_bytes(kept) == pytest.approx(4 * KEYS["S"] / 4)
+
+
+def with_others(P: int) -> Curves:
+    """linear_curves and an Alltoallv with no block to the rank itself at half the time per
+    byte (bench.curves's alltoallv_others)."""
+    sizes = [0, 4, 1024, 2**16, 2**20, 2**24, 2**26]
+    others = Curve("alltoallv_others", [Point(s, 1e-5 + 0.5e-9 * s, 0.0, 100) for s in sizes])
+    return Curves({**linear_curves(P).curves, "alltoallv_others": others})
+
+
+def kept_profile(P: int, cls: str) -> tuple[Profile, dict]:
+    """NPB IS's Alltoallv: a rank's own block kept out of the call, bytes_out recorded."""
+    prof, record = make_profile(P, cls)
+    for rp in prof.ranks:
+        st = rp.callsites.get(2)  # the same stats as its function's (one site)
+        if st is not None:
+            st.bytes_sent = st.bytes_recv = st.bytes_out = st.bytes_sent // 2
+    return prof, record
+
+
+def test_alltoallv_site_with_bytes_out_priced_as_predict_profile_prices_it():
+    """A site whose profiles recorded bytes_out is priced on alltoallv_others, the curve
+    `predict --profile` prices its call on: the model's figure for the site at the profile's
+    own (P, N) is predict --profile's target transfer for it; the points measured on the
+    profiles' own environment and the waiting split off there are on that curve too; a model
+    saved before the field was read as it was written (alltoallv)."""
+    from cloudhpc.analysis.predict import predict as predict_profile
+    from cloudhpc.analysis.profile_points import apply_source_curves, source_points
+    from cloudhpc.analysis.whatif import needed_points
+
+    profiles = {(P, c): kept_profile(P, c) for c in "SW" for P in (1, 2)}
+    obs = [observe(*pr) for pr in profiles.values()]
+    assert source_points(obs)[2].keys() == {"allreduce", "alltoallv_others"}
+    m = fit_model(obs, search="pairs")
+    (a2a,) = [s for s in m.roles["rank 0"].sites if s.call == "MPI_Alltoallv"]
+    assert a2a.curve == "alltoallv_others" and a2a.bytes_out
+    assert "alltoallv_others" in needed_points(m, "S", 2) and "alltoallv" not in needed_points(
+        m, "S", 2
+    )
+    plat = Platform("synthetic", {2: with_others(2)}, 0.05, {"env": "native", "machine": HOST},
+                    {"name": "mpich"})  # fmt: skip
+    (term,) = [t for t in predict(m, "S", 2, plat).terms
+               if t.role == "rank 0" and t.what.startswith("MPI_Alltoallv")]  # fmt: skip
+    rows = predict_profile(profiles[(2, "S")][0], with_others(2), with_others(2)).call_rows()
+    (row,) = [r for r in rows if r["call"] == "MPI_Alltoallv"]
+    assert term.curve == row["model"] == "alltoallv_others"
+    assert term.size_bytes == pytest.approx(row["size_bytes"]) == pytest.approx(KEYS["S"])
+    assert term.time_s == pytest.approx(row["target_transfer_s"], rel=1e-6)
+    assert term.time_s == pytest.approx(11 * (1e-5 + 0.5e-9 * KEYS["S"]), rel=1e-6)
+    # the profiles' own curves: what each call spent beyond alltoallv_others' transfer
+    apply_source_curves(obs, {2: with_others(2)})
+    site = next(s for o in obs if o.nprocs == 2 and o.params["class"] == "S"
+                for s in o.roles["rank 0"].sites.values() if s.call == "MPI_Alltoallv")  # fmt: skip
+    assert site.rest_s == pytest.approx(row["wait_s"] / 11)
+    assert site.rest_s == pytest.approx(0.002 / 11 - (1e-5 + 0.5e-9 * KEYS["S"]))
+    # saved and read back; an older model (no bytes_out field) keeps the alltoallv curve
+    d = json.loads(json.dumps(m.to_json()))
+    (js,) = [s for s in d["roles"]["rank 0"]["sites"] if s["call"] == "MPI_Alltoallv"]
+    assert js["curve"] == "alltoallv_others" and js["bytes_out"] is True
+    back = ScalingModel.from_json(d)
+    assert {s.call: s.curve for s in back.roles["rank 0"].sites}["MPI_Alltoallv"] == (
+        "alltoallv_others"
+    )
+    del js["bytes_out"]
+    old = ScalingModel.from_json(d)
+    assert {s.call: s.curve for s in old.roles["rank 0"].sites}["MPI_Alltoallv"] == "alltoallv"
+    # a platform measured before alltoallv_others: priced on alltoallv, and said so
+    (term,) = [t for t in predict(m, "S", 2, platform()).terms
+               if t.role == "rank 0" and t.what.startswith("MPI_Alltoallv")]  # fmt: skip
+    assert term.curve == "alltoallv" and any("no alltoallv_others curve" in w for w in term.why)
+    assert term.time_s == pytest.approx(11 * (1e-5 + 1e-9 * KEYS["S"]), rel=1e-6)

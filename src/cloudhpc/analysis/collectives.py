@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .curves import Curve
+from .curves import ALLTOALLV_OTHERS, Curve
 
 MPICH_RULES = "MPICH's default selection (generic.json)"
 
@@ -70,7 +70,7 @@ def algorithm(op: str, nbytes: float, p: int) -> str:
         if nbytes <= 32768:
             return "scattered (isend/irecv)"
         return "pairwise"
-    if op == "alltoallv":
+    if op in ("alltoallv", ALLTOALLV_OTHERS):
         return "scattered (isend/irecv)"
     if op == "barrier":
         return "dissemination"

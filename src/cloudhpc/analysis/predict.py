@@ -112,16 +112,24 @@ def curve_of(name: str) -> str | None:
 
 
 def curve_for(name: str, stats: Any, nprocs: int) -> str | None:
-    """curve_of, except for an all-to-all-v whose profile says what left the rank (bytes_out):
-    its transfers to the other ranks come from the curve that sends only those, and the copy of
-    its own block, if it made one, is memory work that carries over as measured. The alltoallv
-    curve sends every rank a block to itself too, a copy that a program keeping its own block
-    out (NPB IS) never makes: its calls then take less than the source curve's transfer, so the
-    model took off only the call's time and added the whole target transfer, self-copy included
-    (MPICH at 8 MiB, load 3.3: alltoallv 10.3 ms native and 18.3 vm-net, alltoallv_others 3.3
-    and 12.1: IS's vm-net prediction was 11 x ~6 ms too high)."""
+    """The curve a profile's call is priced on at P = nprocs: site_curve, told whether its
+    stats carry bytes_out."""
+    return site_curve(name, getattr(stats, "bytes_out", None) is not None, nprocs)
+
+
+def site_curve(name: str, bytes_out: bool, nprocs: int) -> str | None:
+    """curve_of, except for an all-to-all-v whose profile says what left the rank (`bytes_out`:
+    the profile recorded it) at P >= 2: its transfers to the other ranks come from the curve
+    that sends only those, and the copy of its own block, if it made one, is memory work that
+    carries over as measured: the one rule of `predict --profile` (curve_for) and of the
+    scaling models' sites (profile_points, scaling, whatif). The alltoallv curve sends every
+    rank a block to itself too, a copy that a program keeping its own block out (NPB IS) never
+    makes: its calls then take less than the source curve's transfer, so the model took off
+    only the call's time and added the whole target transfer, self-copy included (MPICH at
+    8 MiB, load 3.3: alltoallv 10.3 ms native and 18.3 vm-net, alltoallv_others 3.3 and 12.1:
+    IS's vm-net prediction was 11 x ~6 ms too high)."""
     curve = curve_of(name)
-    if curve == "alltoallv" and nprocs >= 2 and getattr(stats, "bytes_out", None) is not None:
+    if curve == "alltoallv" and nprocs >= 2 and bytes_out:
         return ALLTOALLV_OTHERS
     return curve
 

@@ -35,6 +35,7 @@ from .predict import (
     curve_of,
     grid_points,
     nonblocking_collective,
+    site_curve,
     transfer,
 )
 
@@ -63,6 +64,13 @@ class SiteObs:
     time_s: float = 0.0  # measured in it (the role's slowest rank; to order the sites)
     per_call_s: float = 0.0  # the role's mean time per call
     rest_s: float | None = None  # per call beyond the transfer on the source's curves
+    # its profile recorded the bytes that left the rank (an all-to-all-v: priced on the curve
+    # without the block to itself, as predict --profile prices it: site_curve)
+    bytes_out: bool = False
+
+    def curve(self, nprocs: int) -> str | None:
+        """The curve its transfer is priced on at P = nprocs."""
+        return site_curve(self.call, self.bytes_out, nprocs)
 
 
 @dataclass
@@ -216,7 +224,8 @@ def _rank_sites(profile: Any, rp: Any) -> tuple[dict[str, tuple[SiteObs, float]]
             where = site_where(s)
             b = _per_call_bytes(s.call, st.bytes_sent, st.bytes_recv) / st.count
             b *= block_scale(s.call, st, profile.nprocs)
-            site = SiteObs(s.call, where, float(st.count), b, msgs.get(s.call, 1.0), st.time_s)
+            site = SiteObs(s.call, where, float(st.count), b, msgs.get(s.call, 1.0), st.time_s,
+                           bytes_out=_has_bytes_out(st))  # fmt: skip
             out[f"{s.call}@{where}"] = (site, float(st.time_s))
         return out, True
     for name, st in rp.calls.items():
@@ -224,9 +233,14 @@ def _rank_sites(profile: Any, rp: Any) -> tuple[dict[str, tuple[SiteObs, float]]
             continue
         b = _per_call_bytes(name, st.bytes_sent, st.bytes_recv) / st.count
         b *= block_scale(name, st, profile.nprocs)
-        site = SiteObs(name, "(all sites)", float(st.count), b, msgs[name], st.time_s)
+        site = SiteObs(name, "(all sites)", float(st.count), b, msgs[name], st.time_s,
+                       bytes_out=_has_bytes_out(st))  # fmt: skip
         out[name] = (site, float(st.time_s))
     return out, False
+
+
+def _has_bytes_out(st: Any) -> bool:
+    return getattr(st, "bytes_out", None) is not None
 
 
 def _messages_per_call(st: Any) -> float:
@@ -253,7 +267,8 @@ def _role(ranks: list[int], by_rank: dict, region: float, startup: float,
         m = sum(s.messages * s.count for s in have) / calls
         t = max(s.time_s for s in have)
         per_call = sum(s.time_s for s in have) / calls
-        sites[k] = SiteObs(have[0].call, have[0].where, count, b, m, t, per_call)
+        sites[k] = SiteObs(have[0].call, have[0].where, count, b, m, t, per_call,
+                           bytes_out=all(s.bytes_out for s in have))  # fmt: skip
     return RoleObs(compute, sites, sum(share[r] for r in ranks) / n)
 
 
@@ -292,6 +307,7 @@ def _merged(same: list[Observation]) -> Observation:
                 time_s=max(s.time_s for s in seen),
                 per_call_s=statistics.median(s.per_call_s for s in seen),
                 rest_s=statistics.median(rests) if len(rests) == len(seen) else None,
+                bytes_out=all(s.bytes_out for s in seen),
             )
         roles[name] = RoleObs(min(r.compute_s for r in have), sites,
                               statistics.median(r.share for r in have))  # fmt: skip
@@ -340,7 +356,7 @@ def source_points(obs: list[Observation]) -> dict[int, dict[str, list[int]]]:
                 if s.call in DEFERRED:
                     deferred.append((s.call, s.count, s.bytes, s.messages))
                     continue
-                op = curve_of(s.call)
+                op = s.curve(o.nprocs)
                 if op is None or s.call in WAITS or (o.nprocs < 2 and op in (PINGPONG, SENDRECV)):
                     continue
                 size = curve_bytes(s.call, s.bytes, o.nprocs)
@@ -390,7 +406,7 @@ def apply_source_curves(obs: list[Observation], curves: dict[int, Curves]) -> No
 
 
 def _source_transfer(c: Curves, s: SiteObs, p: int) -> float:
-    op = curve_of(s.call)
+    op = s.curve(p)
     if op is None or op not in c.curves or (p < 2 and op in (PINGPONG, SENDRECV)):
         return 0.0
     return transfer(c, op, [(curve_bytes(s.call, s.bytes, p), 1)]).t_s

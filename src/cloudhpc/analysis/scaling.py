@@ -28,7 +28,7 @@ import numpy as np
 from .. import __version__
 from ..errors import CloudhpcError
 from . import pmnf
-from .predict import WAITS, curve_of
+from .predict import WAITS, site_curve
 from .profile_points import DEFERRED, OTHERS, ROLE0, Observation, merge_repeats, size_rule
 
 FORMAT = "cloudhpc.scaling-model"
@@ -163,6 +163,9 @@ class SiteModel:
     rest: pmnf.Model | None = None  # s per call beyond the transfer (None: not measured)
     # that time over the role's compute, where a share foretells the profiles better (_share)
     rest_share: pmnf.Model | None = None
+    # its profiles recorded the bytes that left the rank: an all-to-all-v is priced on the curve
+    # without a block to itself, as `predict --profile` prices it (predict.site_curve)
+    bytes_out: bool = False
 
     @property
     def key(self) -> str:
@@ -170,12 +173,18 @@ class SiteModel:
 
     @property
     def curve(self) -> str | None:
-        return curve_of(self.call)
+        """The curve it is priced on at P >= 2 (curve_at: at a given P)."""
+        return self.curve_at(max(self.from_p, 2))
+
+    def curve_at(self, p: int) -> str | None:
+        return site_curve(self.call, self.bytes_out, p)
 
     def to_json(self) -> dict[str, Any]:
         d = {"call": self.call, "where": self.where, "curve": self.curve, "from_p": self.from_p,
              "measured_s": self.measured_s, "count": self.count.to_json(),
              "bytes": self.bytes.to_json()}  # fmt: skip
+        if self.bytes_out:  # absent from older models: priced on curve_of's curve
+            d["bytes_out"] = True
         if self.messages is not None:
             d["messages"] = self.messages.to_json()
         if self.rest is not None:
@@ -192,7 +201,8 @@ class SiteModel:
                    pmnf.Model.from_json(m) if m else None,
                    float(d.get("measured_s", 0.0)),
                    pmnf.Model.from_json(d["rest_s"]) if d.get("rest_s") else None,
-                   pmnf.Model.from_json(share) if share else None)  # fmt: skip
+                   pmnf.Model.from_json(share) if share else None,
+                   bool(d.get("bytes_out", False)))  # fmt: skip
 
 
 @dataclass
@@ -511,9 +521,12 @@ def _fit_role(
         msgs = q["messages"].fit(exhaustive) if "messages" in q else None
         rest = q["rest s"].fit() if "rest s" in q else None
         share = _share(name, k, obs, waiting_share) if rest is not None else None
+        # on the curve without the block to itself only where every profile says what left
+        # the rank (its bytes were fitted from bytes_out then)
+        out = all(o.roles[name].sites[k].bytes_out for o in obs if k in o.roles[name].sites)
         sites.append(SiteModel(one.call, one.where, int(q["count"].P.min()),
                                q["count"].fit(exhaustive), q["bytes"].fit(exhaustive), msgs,
-                               spent, rest, share))  # fmt: skip
+                               spent, rest, share, out))  # fmt: skip
     sites.sort(key=lambda s: -s.measured_s)
     return RoleModel(name, compute, sites, sorted({int(p) for p in P}), notes)
 

@@ -35,10 +35,11 @@ from typing import Any
 
 from ..errors import CloudhpcError
 from . import collectives
+from .curves import ALLTOALLV_OTHERS
 from .footprint import leaves_cache
 from .platform import Platform
 from .pmnf import Model
-from .predict import PINGPONG, REDUCTION_CURVES, SENDRECV, WAITS, curve_of
+from .predict import PINGPONG, REDUCTION_CURVES, SENDRECV, WAITS
 from .profile_points import DEFERRED, OTHERS, ROLE0, curve_bytes
 from .scaling import ScalingModel
 
@@ -316,9 +317,14 @@ def _role_terms(model, role, rm, n, p, p_range, k, curves, measured_p) -> list[T
                             extrapolated=bool(why),
                             why=["posted here, transferred in the waits", *why]))  # fmt: skip
             continue
-        op = curve_of(s.call)
+        op = s.curve_at(p)
         if op is None or calls == 0:
             continue
+        if op == ALLTOALLV_OTHERS and op not in curves.curves and "alltoallv" in curves.curves:
+            # a platform measured before that curve: its own block's copy is in the price
+            op = "alltoallv"
+            why = [*why, "no alltoallv_others curve on the platform (measure it again): "
+                   "priced on alltoallv, a block to itself included"]  # fmt: skip
         size = curve_bytes(s.call, nbytes, p)
         t = _priced(role, label, op, size, calls, rel, why, curves, measured_p, p)
         t.time_s += wait_t
@@ -416,7 +422,7 @@ def needed_points(model: ScalingModel, size: Any, nprocs: int) -> dict[str, list
                        if s.messages else 1.0)  # fmt: skip
                 deferred.append((nbytes / per, DEFERRED[s.call]))
                 continue
-            op = curve_of(s.call)
+            op = s.curve_at(nprocs)
             if op is None:
                 continue
             b = curve_bytes(s.call, nbytes, nprocs)

@@ -2,9 +2,10 @@
 probe, measured once (one `bench.curves` run, stored as a record like predict's) and saved as a
 platform file that predictions read from anywhere (analysis/platform.py has the format).
 
-The sweep: point-to-point (ping-pong, Sendrecv) and every collective `bench coll` knows, at
-4 B to 4 MiB in steps of 4x (a barrier at 0 B); an operation whose call takes longer than
-0.25 s is not measured at larger sizes (bandwidth-bound: extrapolated from its last two).
+The sweep: point-to-point (ping-pong, Sendrecv), every collective `bench coll` knows and an
+Alltoallv with no block to the rank itself (alltoallv_others), at 4 B to 4 MiB in steps of 4x (a
+barrier at 0 B); an operation whose call takes longer than 0.25 s is not measured at larger sizes
+(bandwidth-bound: extrapolated from its last two).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 import socket
 from typing import Any
 
+from ..analysis.curves import ALLTOALLV_OTHERS
 from ..analysis.platform import FORMAT, VERSION, Platform
 from ..bench.ops import OPS
 from ..errors import CloudhpcError
@@ -38,8 +40,9 @@ def check_name(name: str) -> None:
 def sweep(nprocs: int) -> dict[str, list[int]]:
     """Every (operation, size) a platform holds at P (point-to-point needs two ranks)."""
     points = {op: ([0] if op == "barrier" else list(SIZES)) for op in OPS}
-    if nprocs >= 2:
-        points = {"pingpong": list(SIZES), "sendrecv": list(SIZES), **points}
+    if nprocs >= 2:  # and an Alltoallv without the block to itself (predict.site_curve)
+        points = {"pingpong": list(SIZES), "sendrecv": list(SIZES), **points,
+                  ALLTOALLV_OTHERS: list(SIZES)}  # fmt: skip
     return points
 
 

@@ -182,7 +182,9 @@ def predict_profile(
     if not needed:
         raise CloudhpcError(f"the profile {files.name} has no MPI call a curve could price")
     curves = {}
-    for side, job in (("source", source), ("target", target)):
+    # the target first: its hosts are the user's word (an unreachable one is one line before
+    # anything is measured); the source is the profile's own environment
+    for side, job in (("target", target), ("source", source)):
         monitor = monitor_for(f"curves of {job.env} ({side})") if monitor_for else Monitor()
         try:
             # the burst curve only where a rate limiter may keep a bucket (Curves.bucket)
