@@ -47,12 +47,10 @@ from .edgekernels import (
     receive,
 )
 from .exchange import Routed, Wire
-from .kernels import csr_from_sources, identity
+from .kernels import EDGE_OPS, OPS, csr_from_sources, identity
 from .partition import Partition
 from .placement import Placement, choose, imbalance
 
-EDGE_OPS = {None: 0, "add": 1, "mul": 2}
-OPS = {"sum": 0, "min": 1, "max": 2}
 DIRECTIONS = ("auto", "pull", "push", "push-sparse")  # runner.py: the last without a plan
 DENSE = 20  # Ligra: pull when the frontier's vertices and out-edges exceed edges / DENSE
 PULL, PUSH = 1, 2

@@ -9,6 +9,7 @@ from numba import njit
 from .hashing import EMPTY, capacity, mix64, probe
 
 OPS = {"sum": 0, "min": 1, "max": 2}
+EDGE_OPS = {None: 0, "add": 1, "mul": 2}  # what an edge does to the value sent along it
 
 
 @njit(cache=True, inline="always")

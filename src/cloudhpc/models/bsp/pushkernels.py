@@ -6,10 +6,24 @@ edges) and grouped by owner rank; no per-graph plan, nothing proportional to the
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 from ...jit import kernel
 from .edgekernels import _along, _op
 from .hashing import EMPTY, lookup_one, owner_of, probe
+
+
+@njit(cache=True, inline="always")
+def _combine(op: int, acc, flag, listed, n: int, k, v) -> int:
+    """acc[k] combined with v (taken as is when flag[k] is unset; k then appended to `listed`,
+    the entries a reset or a gather walks instead of the whole array). Returns the new n."""
+    if flag[k]:
+        acc[k] = _op(op, acc[k], v)
+        return n
+    acc[k] = v
+    flag[k] = True
+    listed[n] = k
+    return n + 1
 
 
 @kernel
@@ -44,13 +58,7 @@ def push_unplanned(
             if t >= 0:
                 if not everyone and not alive[t]:
                     continue
-                if has[t]:
-                    y[t] = _op(op, y[t], v)
-                else:
-                    y[t] = v
-                    has[t] = True
-                    reached[n_reached] = t
-                    n_reached += 1
+                n_reached = _combine(op, y, has, reached, n_reached, t, v)
                 made += 1
                 continue
             if owner_of(g, size, hashed) == rank:
@@ -58,13 +66,7 @@ def push_unplanned(
             if direct:
                 if g < 0 or g >= len(rflag):
                     continue
-                if rflag[g]:
-                    racc[g] = _op(op, racc[g], v)
-                else:
-                    racc[g] = v
-                    rflag[g] = True
-                    rlist[n_remote] = g
-                    n_remote += 1
+                n_remote = _combine(op, racc, rflag, rlist, n_remote, g, v)
             else:
                 h = probe(rkeys, g)
                 if rkeys[h] == EMPTY:
@@ -108,13 +110,7 @@ def receive_rows(gids, vals, lookup, alive, everyone, op, y, has, reached, n_rea
         t = lookup_one(lookup, gids[i])
         if t < 0 or (not everyone and not alive[t]):
             continue
-        if has[t]:
-            y[t] = _op(op, y[t], vals[i])
-        else:
-            y[t] = vals[i]
-            has[t] = True
-            reached[n_reached] = t
-            n_reached += 1
+        n_reached = _combine(op, y, has, reached, n_reached, t, vals[i])
     return n_reached
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from .exchange import Wire
 from .hashing import EMPTY, capacity
-from .kernels import identity
+from .kernels import EDGE_OPS, OPS, identity
 from .partition import Partition
 from .pushkernels import (
     clear_reached,
@@ -23,8 +23,6 @@ from .pushkernels import (
     rehash,
 )
 
-EDGE_OPS = {None: 0, "add": 1, "mul": 2}
-OPS = {"sum": 0, "min": 1, "max": 2}
 PUSH_SPARSE = 4  # the runner's direction bits: 1 pull, 2 push (the plan's), 4 this push
 DIRECT_IDS = 16  # a direct id -> value store when the ids are dense and V <= this x n_local
 
