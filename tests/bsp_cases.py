@@ -4,7 +4,6 @@ mpiexec prints them as JSON on rank 0)."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -122,11 +121,6 @@ def run_all(engine) -> dict:
 
 
 if __name__ == "__main__":
-    from mpi4py import MPI
+    from mpi_cases import main
 
-    from cloudhpc.engines import get_engine
-
-    engine = get_engine("mpi", MPI.COMM_WORLD)
-    result = run_all(engine)
-    if engine.rank == 0:
-        print(json.dumps(result))
+    main(run_all)

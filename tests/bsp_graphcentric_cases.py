@@ -5,9 +5,6 @@ split or not. `python bsp_graphcentric_cases.py` under mpiexec prints rank 0's r
 
 from __future__ import annotations
 
-import json
-import sys
-
 import numpy as np
 
 from cloudhpc.apps.components.program import HashMin
@@ -79,12 +76,6 @@ def run_all(engine) -> dict:
 
 
 if __name__ == "__main__":
-    from mpi4py import MPI
+    from mpi_cases import main
 
-    from cloudhpc.engines import get_engine
-
-    engine = get_engine("mpi", MPI.COMM_WORLD)
-    result = run_all(engine)
-    if engine.rank == 0:
-        print(json.dumps(result))
-    sys.exit(0)
+    main(run_all)

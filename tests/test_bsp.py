@@ -5,7 +5,6 @@ the serial engine in-process and on 2 and 3 MPI ranks (same answers)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,12 +16,12 @@ from scipy.sparse import csgraph
 sys.path.insert(0, str(Path(__file__).parent))
 
 import bsp_cases  # noqa: E402
+import mpi_cases  # noqa: E402
 
 from cloudhpc.engines import get_engine  # noqa: E402
 from cloudhpc.errors import CloudhpcError  # noqa: E402
 from cloudhpc.models.bsp import Ragged, VertexProgram, build_graph, concat_payload, run_bsp  # noqa: E402
 
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
 V = bsp_cases.V
 
 
@@ -116,15 +115,7 @@ def test_serial_engine_matches_references(serial):
 
 @pytest.mark.parametrize("nprocs", [2, 3])
 def test_mpi_matches_serial(serial, nprocs):
-    proc = subprocess.run(
-        [str(MPIEXEC), "-n", str(nprocs), sys.executable, bsp_cases.__file__],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out.pop("size") == nprocs
+    out = mpi_cases.run(bsp_cases.__file__, nprocs, timeout=180)
     check_results(out)
     ref = json.loads(json.dumps(serial))
     ref.pop("size")

@@ -6,7 +6,6 @@ with hubs split or not, on the serial engine and on 2 and 3 MPI ranks (oversubsc
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -16,14 +15,13 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import bsp_fast_cases as cases  # noqa: E402
+import mpi_cases  # noqa: E402
 
 from cloudhpc.apps.components.reference import reference as components_ref  # noqa: E402
 from cloudhpc.apps.graphs.generate import generate_edges  # noqa: E402
 from cloudhpc.apps.pagerank.reference import pagerank_scipy, transition  # noqa: E402
 from cloudhpc.apps.sssp.reference import reference as sssp_ref  # noqa: E402
 from cloudhpc.engines import get_engine  # noqa: E402
-
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
 
 
 @pytest.fixture(scope="module")
@@ -131,15 +129,7 @@ def test_serial_fast_path_equals_general_and_references(serial):
 
 @pytest.mark.parametrize("nprocs", [2, 3])
 def test_mpi_fast_path_equals_serial(serial, nprocs):
-    proc = subprocess.run(
-        [str(MPIEXEC), "-n", str(nprocs), sys.executable, cases.__file__],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out.pop("size") == nprocs
+    out = mpi_cases.run(cases.__file__, nprocs)
     check(out)
     for key, run in out.items():
         np.testing.assert_allclose(run["values"], serial[key]["values"], rtol=1e-12, err_msg=key)

@@ -8,7 +8,6 @@ mutated one and a run with checkpoints keep the vertex-centric path and say why.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -18,13 +17,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 
 import bsp_graphcentric_cases as cases  # noqa: E402
+import mpi_cases  # noqa: E402
 
 from cloudhpc.apps.components.program import HashMin  # noqa: E402
 from cloudhpc.apps.components.reference import reference as components_ref  # noqa: E402
 from cloudhpc.engines import get_engine  # noqa: E402
 from cloudhpc.models.bsp import build_graph, run_bsp  # noqa: E402
-
-MPIEXEC = Path(sys.executable).parent / "mpiexec"
 
 
 @pytest.fixture(scope="module")
@@ -83,15 +81,7 @@ def test_serial_graph_centric_equals_csgraph_and_vertex_centric(serial):
 
 @pytest.mark.parametrize("nprocs", [2, 3])
 def test_mpi_graph_centric_equals_csgraph_and_vertex_centric(serial, nprocs):
-    proc = subprocess.run(
-        [str(MPIEXEC), "-n", str(nprocs), sys.executable, cases.__file__],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out.pop("size") == nprocs
+    out = mpi_cases.run(cases.__file__, nprocs)
     check(out, nprocs)
 
 
