@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from ...jit import kernel
-from .hashing import EMPTY, capacity, lookup_one, owner_of, probe
+from .hashing import EMPTY, capacity, lookup_one, numbered, owner_of, probe
 
 FAR = -2  # classify_edges: an edge to another rank's vertex, its slot not yet placed
 
@@ -321,13 +321,7 @@ def classify_edges(offsets, dst, lookup, alive, hub, size, hashed, n_ids):
     if n_ids <= 0:
         for e in range(m):
             if target[e] == FAR:
-                g = dst[e]
-                h = probe(slot_table[:, 0], g)
-                if slot_table[h, 0] == EMPTY:
-                    slot_table[h, 0] = g
-                    slot_table[h, 1] = n
-                    first[n] = g
-                    n += 1
+                _, n = numbered(slot_table, dst[e], n, first)
     counts = np.zeros(size, dtype=np.int64)  # slots per owner rank
     if n_ids > 0:
         for g in range(n_ids):

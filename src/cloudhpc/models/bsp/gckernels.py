@@ -8,7 +8,7 @@ import numpy as np
 from numba import njit
 
 from ...jit import kernel
-from .hashing import EMPTY, capacity, lookup_one, owner_of, probe
+from .hashing import EMPTY, capacity, lookup_one, numbered, owner_of
 
 
 @njit(cache=True, inline="always")
@@ -82,13 +82,7 @@ def far_slots(far_dst, nf, size, hashed, n_ids):
                 first[k] = g
                 k += 1
         else:
-            h = probe(table[:, 0], g)
-            if table[h, 0] == EMPTY:
-                table[h, 0] = g
-                table[h, 1] = k
-                first[k] = g
-                k += 1
-            s = table[h, 1]
+            s, k = numbered(table, g, k, first)
         slot[i] = s
     counts = np.zeros(size, dtype=np.int64)
     owner = np.empty(k, dtype=np.int64)

@@ -48,6 +48,19 @@ def probe(slot_key: np.ndarray, k: np.int64) -> np.int64:
 
 
 @njit(cache=True, inline="always")
+def numbered(table: np.ndarray, g: np.int64, k: int, first: np.ndarray):
+    """Id g's number in a (key, number) table numbering ids in first-seen order: its number, or
+    k when g is new (then first[k] = g). Returns (number, the next new number)."""
+    h = probe(table[:, 0], g)
+    if table[h, 0] != EMPTY:
+        return table[h, 1], k
+    table[h, 0] = g
+    table[h, 1] = k
+    first[k] = g
+    return np.int64(k), k + 1
+
+
+@njit(cache=True, inline="always")
 def owner_of(g: np.int64, size: int, hashed: bool) -> np.int64:
     """The rank that owns global id g."""
     if hashed:
