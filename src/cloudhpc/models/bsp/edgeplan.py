@@ -49,7 +49,7 @@ from .edgekernels import (
 from .exchange import Routed, Wire
 from .kernels import EDGE_OPS, OPS, csr_from_sources, identity
 from .partition import Partition
-from .placement import Placement, choose, imbalance
+from .placement import Placement, choose, each_rank, imbalance
 
 DIRECTIONS = ("auto", "pull", "push", "push-sparse")  # runner.py: the last without a plan
 DENSE = 20  # Ligra: pull when the frontier's vertices and out-edges exceed edges / DENSE
@@ -318,7 +318,5 @@ class EdgePlan:
 
 
 def _imbalance(engine: Engine, edges_here: int) -> tuple[float, list[int]]:
-    own = np.zeros(engine.size, dtype=np.int64)
-    own[engine.rank] = edges_here
-    every = engine.allreduce(own, "sum")
+    every = each_rank(engine, edges_here)
     return imbalance(every), [int(x) for x in every]

@@ -39,7 +39,7 @@ from .gckernels import (
     take_labels,
 )
 from .partition import Partition
-from .placement import imbalance
+from .placement import each_rank, source_cut
 from .program import VertexProgram
 
 NAME = "graph-centric"
@@ -82,13 +82,11 @@ def run_graph_centric(
     values = part.values[declared(program)]
     wire = Wire(engine)
     with timer.phase("plan"):
-        root, offsets, edges, remote, per_rank, nf = _contracted(engine, part)
+        sizes = each_rank(engine, n)  # every rank's vertices
+        root, offsets, edges, remote, per_rank, nf = _contracted(engine, part, sizes)
         label = np.full(n, np.inf if values.dtype.kind == "f" else np.iinfo(values.dtype).max,
                         dtype=values.dtype)  # fmt: skip
         component_minimum(root, values, label)
-        own = np.zeros(size, dtype=np.int64)
-        own[rank] = n
-        sizes = engine.allreduce(own, "sum")
         k = len(remote)
         starts = np.concatenate(([0], np.cumsum(per_rank))).astype(np.int64)
         y = np.empty(k, dtype=values.dtype)
@@ -106,16 +104,9 @@ def run_graph_centric(
                    len(edges))  # fmt: skip
     facts = engine.allreduce(facts, "sum")
     every = facts.sum(axis=0)
-    partitioning = {
-        "placement": "source",
-        "split_hubs": 0,
-        "edges_per_rank": [int(x) for x in part_edges(engine, part)],
-        "local_components": int(every[0]),
-        "local_edges": int(every[1]),
-        "cut_edges": int(every[2]),
-        "contracted_edges": int(every[3]),
-    }
-    partitioning["edge_imbalance"] = imbalance(np.array(partitioning["edges_per_rank"]))
+    partitioning = source_cut(engine, part.n_edges)
+    partitioning.update(local_components=int(every[0]), local_edges=int(every[1]),
+                        cut_edges=int(every[2]), contracted_edges=int(every[3]))  # fmt: skip
     rows: list[dict] = []
     local_rows: list[tuple] = []
     s, halted_by = 0, "limit"
@@ -168,7 +159,7 @@ def run_graph_centric(
     return s, halted_by, rows, local_rows, partitioning
 
 
-def _contracted(engine: Engine, part: Partition):
+def _contracted(engine: Engine, part: Partition, sizes: np.ndarray):
     """The local components and the edges between ranks contracted (collective): (each local
     vertex's root (local index), CSR over roots of slots, each slot's remote component (its
     index on its rank), slots per rank, edges to other ranks). Dense ids whose id space is not
@@ -196,9 +187,6 @@ def _contracted(engine: Engine, part: Partition):
     del far_dst
     slot_remote = _ask_roots(engine, part, root, slot_gids, slot_counts, identity=False)
     slot_rank = np.repeat(np.arange(size, dtype=np.int64), slot_counts)
-    own = np.zeros(size, dtype=np.int64)
-    own[engine.rank] = n
-    sizes = engine.allreduce(own, "sum")
     base = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
     offsets, edges, remote, per_rank = contract(
         root, far_src, far_slot, nf, slot_rank, slot_remote, base, int(sizes.sum()), size
@@ -216,9 +204,3 @@ def _ask_roots(engine, part, root, slot_gids, slot_counts, identity: bool) -> np
         raise ValueError("graph-centric path: an edge names no vertex of the graph")
     answer = where if identity else root[where]  # dense: the ids asked are the roots
     return engine.alltoallv(answer.astype(np.int32 if identity else np.int64), rcounts)
-
-
-def part_edges(engine: Engine, part: Partition) -> np.ndarray:
-    own = np.zeros(engine.size, dtype=np.int64)
-    own[engine.rank] = part.n_edges
-    return engine.allreduce(own, "sum")

@@ -39,15 +39,31 @@ def imbalance(edges: np.ndarray) -> float:
     return float(np.max(edges)) / mean if mean > 0 else 1.0
 
 
+def each_rank(engine: Engine, value: int) -> np.ndarray:
+    """Every rank's value, by rank (collective)."""
+    own = np.zeros(engine.size, dtype=np.int64)
+    own[engine.rank] = value
+    return engine.allreduce(own, "sum")
+
+
+def source_cut(engine: Engine, n_edges: int) -> dict:
+    """The partitioning of a run that computes every edge at its source's rank (collective)."""
+    every = each_rank(engine, n_edges)
+    return {
+        "placement": "source",
+        "split_hubs": 0,
+        "edges_per_rank": [int(x) for x in every],
+        "edge_imbalance": imbalance(every),
+    }
+
+
 def choose(engine: Engine, degree: np.ndarray, split: bool | None = None) -> Placement:
     """The placement of this rank's edges (collective; every rank reaches the same decision from
     the same gathered figures). `degree`: out-degree of each local vertex. `split`: None chooses
     by the degrees, False never splits, True splits the hubs the degrees name even when the
     edge cut is even enough (tests)."""
     rank, size = engine.rank, engine.size
-    own = np.zeros(size, dtype=np.int64)
-    own[rank] = int(degree.sum())
-    by_source = engine.allreduce(own, "sum")
+    by_source = each_rank(engine, int(degree.sum()))
     none = np.empty(0, dtype=np.int64)
     even = imbalance(by_source) <= TARGET
     if size == 1 or split is False or (even and split is None) or by_source.sum() == 0:

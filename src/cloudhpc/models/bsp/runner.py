@@ -33,7 +33,7 @@ from .graphcentric import declared, reason_not, run_graph_centric
 from .messages import Outbox
 from .mutations import Mutations
 from .partition import Partition
-from .placement import imbalance
+from .placement import source_cut
 from .program import AGG_OPS, Inbox, Master, Superstep, VertexProgram
 from .pushkernels import frontier_edges
 from .sparsepush import PUSH_SPARSE, SparsePush
@@ -307,7 +307,7 @@ def run_bsp(
         checkpoints.finish()
     ranks = _add_rank_figures(engine, rows, local_rows)
     if not fast or not partitioning:  # no plan: every edge computed at its source's rank
-        partitioning = _source_cut(engine, part)
+        partitioning = source_cut(engine, part.n_edges)
     if lazy is not None:  # the superstep the plan was first used at (None: never built)
         partitioning["plan_superstep"] = lazy.used_at
     path_taken = "fast" if fast else "general"
@@ -401,19 +401,6 @@ def _plan(engine, part: Partition, program: VertexProgram, split, timer) -> Edge
 
 def _plan_key(program: VertexProgram, split) -> tuple:
     return (np.dtype(program.message_dtype), inspect.getattr_static(program, "combiner"), split)
-
-
-def _source_cut(engine: Engine, part: Partition) -> dict[str, Any]:
-    """The general path's partitioning: every edge at its source's rank."""
-    own = np.zeros(engine.size, dtype=np.int64)
-    own[engine.rank] = part.n_edges
-    every = engine.allreduce(own, "sum")
-    return {
-        "placement": "source",
-        "split_hubs": 0,
-        "edges_per_rank": [int(x) for x in every],
-        "edge_imbalance": imbalance(every),
-    }
 
 
 def _switches() -> int:
